@@ -1,0 +1,41 @@
+"""pausetoken: signed, single-use resume tokens for human-in-the-loop pauses.
+
+Mint a token when a run pauses to ask a person something; redeem the answer exactly once.
+Everything public is re-exported here; the modules behind it are private.
+"""
+
+from __future__ import annotations
+
+from pausetoken._checkpoints import CheckpointReader, PendingInterrupt
+from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
+from pausetoken._hashing import canonical_json, hash_payload, hash_scope
+from pausetoken._interrupt import Interrupt
+from pausetoken._signer import Signer
+from pausetoken._store import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    TokenRecord,
+    TokenState,
+    TokenStore,
+)
+
+__all__ = [
+    "CheckpointReader",
+    "ClaimOutcome",
+    "ClaimRequest",
+    "ClaimResult",
+    "Claims",
+    "Interrupt",
+    "InterruptEvent",
+    "PendingInterrupt",
+    "Redemption",
+    "Scope",
+    "Signer",
+    "TokenRecord",
+    "TokenState",
+    "TokenStore",
+    "canonical_json",
+    "hash_payload",
+    "hash_scope",
+]

@@ -1,0 +1,67 @@
+"""The checkpoint reader protocol: is the pause a token names still the current one?"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+__all__ = ["CHECKPOINTS_API_VERSION", "CheckpointReader", "PendingInterrupt"]
+
+#: The reader protocol version a plugin declares it implements (``api_version``).
+CHECKPOINTS_API_VERSION = 1
+
+
+@attrs.frozen
+class PendingInterrupt:
+    """A pause as the runtime stored it.
+
+    Attributes:
+        thread_id: The run's thread.
+        checkpoint_id: The checkpoint the thread is paused at.
+        interrupt_id: The interrupt's id within that checkpoint.
+        value: The payload the runtime stored for it (hashed to bind the token).
+    """
+
+    thread_id: str
+    checkpoint_id: str
+    interrupt_id: str
+    value: Any = attrs.field(repr=False)
+
+
+@runtime_checkable
+class CheckpointReader(Protocol):
+    """Reads a runtime's checkpoints so stale or foreign answers are refused.
+
+    Implementations raise :class:`~pausetoken.exceptions.CheckpointNotFound` when the
+    thread or checkpoint does not exist, :class:`~pausetoken.exceptions.CheckpointLost`
+    when it was lost because the runtime does not persist state, and
+    :class:`~pausetoken.exceptions.StaleToken` when the thread moved on or the interrupt is
+    no longer pending.
+    """
+
+    async def bind(
+        self,
+        *,
+        thread_id: str,
+        payload: Any,
+        interrupt_id: str | None = None,
+        checkpoint_id: str | None = None,
+    ) -> PendingInterrupt:
+        """At mint time: the pause a new token binds to.
+
+        Readers of runtimes that store interrupts (LangGraph) look the interrupt up in the
+        current checkpoint and return the value the runtime stored; readers for runtimes
+        that hand pausetoken the payload record it.
+        """
+        ...
+
+    async def pending(
+        self, *, thread_id: str, checkpoint_id: str, interrupt_id: str
+    ) -> PendingInterrupt:
+        """At redeem time: confirm the checkpoint is current and the interrupt pending."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the reader opened (never what it was handed)."""
+        ...

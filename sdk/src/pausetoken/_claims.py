@@ -1,0 +1,153 @@
+"""Value types: who a pause belongs to, what a token says, what minting and redeeming return."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC as _UTC
+from datetime import datetime, timedelta
+from typing import Any, Final, Generic, TypeVar
+
+import attrs
+
+__all__ = ["CLAIMS_VERSION", "TOKEN_TYPE", "Claims", "InterruptEvent", "Redemption", "Scope"]
+
+#: The JOSE ``typ`` header every pause token carries (RFC 8725 §3.11 explicit typing).
+TOKEN_TYPE: Final = "pause+jwt"  # noqa: S105 - a media type, not a secret
+#: Version of the claim set; bumped when the meaning of a claim changes.
+CLAIMS_VERSION: Final = 1
+
+P = TypeVar("P")
+R = TypeVar("R")
+
+
+def fingerprint(token: str) -> str:
+    """A short, non-reversible label for a token or ``jti``, safe for reprs and logs."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _nonempty(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not value:
+        msg = f"{attribute.name} must be a non-empty string"
+        raise ValueError(msg)
+
+
+@attrs.frozen
+class Scope:
+    """Who a pause belongs to: a tenant, optionally a sub-tenant and a namespace.
+
+    A token minted for one scope is refused in any other (unless its interrupt kind opts in
+    to cross-scope answers). Scopes are compared by the sha256 of their canonical JSON.
+
+    Example:
+        >>> Scope("acme", namespace="billing")
+        Scope(tenant_id='acme', sub_tenant_id=None, namespace='billing')
+    """
+
+    tenant_id: str = attrs.field(validator=[attrs.validators.instance_of(str), _nonempty])
+    sub_tenant_id: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+    namespace: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+
+
+@attrs.frozen(repr=False)
+class Claims:
+    """The verified body of a pause token.
+
+    Registered claims (``iss``, ``aud``, ``iat``, ``exp``, ``jti``) follow RFC 7519; the
+    others bind the token to one pause. Times are integer seconds since the epoch.
+    """
+
+    iss: str
+    aud: str
+    iat: int
+    exp: int
+    jti: str
+    name: str
+    interrupt_id: str
+    run_id: str
+    session_id: str
+    thread_id: str
+    checkpoint_id: str
+    scope_hash: str
+    request_hash: str
+    tool_call_id: str | None = None
+    sub: str | None = None
+    ver: int = CLAIMS_VERSION
+
+    @property
+    def issued_at(self) -> datetime:
+        """``iat`` as an aware UTC datetime."""
+        return datetime.fromtimestamp(self.iat, tz=_UTC)
+
+    @property
+    def expires_at(self) -> datetime:
+        """``exp`` as an aware UTC datetime."""
+        return datetime.fromtimestamp(self.exp, tz=_UTC)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON claim set, without absent optional claims."""
+        return {
+            a.name: getattr(self, a.name)
+            for a in attrs.fields(Claims)
+            if getattr(self, a.name) is not None
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"Claims(name={self.name!r}, jti=<{fingerprint(self.jti)}>, "
+            f"thread_id={self.thread_id!r}, checkpoint_id={self.checkpoint_id!r}, "
+            f"interrupt_id={self.interrupt_id!r}, exp={self.exp})"
+        )
+
+
+@attrs.frozen(repr=False)
+class InterruptEvent(Generic[P]):
+    """What minting returns: the token for one pause and what to show the person.
+
+    Its ``repr`` shows a fingerprint of the token, never the token or the payload.
+    """
+
+    name: str
+    token: str
+    payload: P
+    expires_at: datetime
+    interrupt_id: str
+    run_id: str
+    session_id: str
+    thread_id: str
+    checkpoint_id: str
+
+    def __repr__(self) -> str:
+        return (
+            f"InterruptEvent(name={self.name!r}, token=<{fingerprint(self.token)}>, "
+            f"interrupt_id={self.interrupt_id!r}, thread_id={self.thread_id!r}, "
+            f"checkpoint_id={self.checkpoint_id!r}, expires_at={self.expires_at.isoformat()})"
+        )
+
+
+@attrs.frozen(repr=False)
+class Redemption(Generic[P, R]):
+    """What redeeming returns: the verified claims and the typed payload and response.
+
+    Attributes:
+        claims: The verified claims of the token.
+        payload: The payload that was shown, structured into the registered type.
+        response: The answer, structured into the registered response type.
+        replayed: ``True`` when this is an idempotent retry of an answer already committed.
+        time_to_answer: Time from minting (``iat``) to this redemption.
+    """
+
+    claims: Claims
+    payload: P
+    response: R
+    replayed: bool
+    time_to_answer: timedelta
+
+    def __repr__(self) -> str:
+        return (
+            f"Redemption(name={self.claims.name!r}, jti=<{fingerprint(self.claims.jti)}>, "
+            f"replayed={self.replayed}, time_to_answer={self.time_to_answer})"
+        )

@@ -1,0 +1,142 @@
+"""Canonical hashing of payloads and scopes (sha256 over RFC 8785 JSON)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import rfc8785
+
+from pausetoken._structure import default_converter
+from pausetoken.exceptions import UnsupportedPayload
+
+if TYPE_CHECKING:
+    import cattrs
+
+    from pausetoken._claims import Scope
+
+__all__ = ["canonical_json", "hash_payload", "hash_scope", "to_json_value"]
+
+#: Largest integer magnitude that every JSON implementation represents exactly (I-JSON).
+MAX_SAFE_INTEGER = 2**53 - 1
+#: Deepest nesting accepted in a payload; deeper structures are refused, not recursed into.
+MAX_DEPTH = 64
+
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+
+
+def _refuse(path: str, why: str) -> UnsupportedPayload:
+    return UnsupportedPayload(f"payload at {path} cannot be hashed: {why}")
+
+
+def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads best
+    obj: Any, *, converter: cattrs.Converter | None = None, _path: str = "$", _depth: int = 0
+) -> JSONValue:
+    """Turn ``obj`` into plain JSON values, refusing anything JSON cannot carry exactly.
+
+    attrs classes and dataclasses are unstructured with cattrs, pydantic models with
+    ``model_dump(mode="json")``, enums become their values, tuples become lists.
+
+    Args:
+        obj: The value to convert.
+        converter: The cattrs converter to unstructure attrs classes and dataclasses with.
+
+    Returns:
+        A tree of ``dict``/``list``/``str``/``int``/``float``/``bool``/``None``.
+
+    Raises:
+        UnsupportedPayload: NaN or infinite floats, integers beyond 2**53 - 1, bytes, sets,
+            non-string mapping keys, unknown types, or nesting deeper than 64 levels.
+    """
+    if _depth > MAX_DEPTH:
+        raise _refuse(_path, f"nested deeper than {MAX_DEPTH} levels")
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, enum.Enum):
+        return to_json_value(obj.value, converter=converter, _path=_path, _depth=_depth + 1)
+    if isinstance(obj, int):
+        if abs(obj) > MAX_SAFE_INTEGER:
+            raise _refuse(_path, "integers beyond 2**53 - 1 are not exact in JSON")
+        return int(obj)
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise _refuse(_path, "NaN and infinities have no JSON form")
+        return float(obj)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        raise _refuse(_path, "bytes have no JSON form; encode them (base64) first")
+    if isinstance(obj, (set, frozenset)):
+        raise _refuse(_path, "sets have no order; use a sorted list")
+    if isinstance(obj, Mapping):
+        out: dict[str, JSONValue] = {}
+        for key, value in obj.items():
+            if not isinstance(key, str):
+                raise _refuse(_path, "mapping keys must be strings")
+            out[key] = to_json_value(
+                value, converter=converter, _path=f"{_path}.{key}", _depth=_depth + 1
+            )
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [
+            to_json_value(item, converter=converter, _path=f"{_path}[{i}]", _depth=_depth + 1)
+            for i, item in enumerate(obj)
+        ]
+    if attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj):
+        conv = converter or default_converter
+        return to_json_value(
+            conv.unstructure(obj), converter=converter, _path=_path, _depth=_depth + 1
+        )
+    if isinstance(obj, Sequence):
+        raise _refuse(_path, f"{type(obj).__name__} is not a list or tuple")
+    raise _refuse(_path, f"values of type {type(obj).__name__} are not supported")
+
+
+def _is_pydantic(obj: Any) -> bool:
+    return callable(getattr(type(obj), "model_dump", None)) and callable(
+        getattr(type(obj), "model_validate", None)
+    )
+
+
+def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> bytes:
+    """Encode ``obj`` as RFC 8785 canonical JSON (the bytes that are hashed).
+
+    Raises:
+        UnsupportedPayload: as :func:`to_json_value`.
+    """
+    value = to_json_value(obj, converter=converter)
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
+        msg = "payload cannot be encoded as canonical JSON"
+        raise UnsupportedPayload(msg) from exc
+
+
+def hash_payload(obj: Any, *, converter: cattrs.Converter | None = None) -> str:
+    """Hash a payload: sha256 hex of its RFC 8785 canonical JSON.
+
+    Equal content hashes equal whether it is given as an attrs instance, a dataclass, a
+    pydantic model or a dict, and whatever the key order.
+
+    Example:
+        >>> hash_payload({"b": 1, "a": [1.0, "x"]}) == hash_payload({"a": [1, "x"], "b": 1})
+        True
+
+    Raises:
+        UnsupportedPayload: if the payload cannot be represented exactly as JSON.
+    """
+    return hashlib.sha256(canonical_json(obj, converter=converter)).hexdigest()
+
+
+def hash_scope(scope: Scope) -> str:
+    """Hash a scope: sha256 hex of the RFC 8785 encoding of its fields (all of them)."""
+    return hash_payload(
+        {
+            "tenant_id": scope.tenant_id,
+            "sub_tenant_id": scope.sub_tenant_id,
+            "namespace": scope.namespace,
+        }
+    )
