@@ -3,21 +3,42 @@
 from __future__ import annotations
 
 import hashlib
+import re
+import secrets
 from datetime import UTC as _UTC
 from datetime import datetime, timedelta
 from typing import Any, Final, Generic, TypeVar
 
 import attrs
 
-__all__ = ["CLAIMS_VERSION", "TOKEN_TYPE", "Claims", "InterruptEvent", "Redemption", "Scope"]
+__all__ = [
+    "CLAIMS_VERSION",
+    "HASH_PATTERN",
+    "JTI_PATTERN",
+    "TOKEN_TYPE",
+    "Claims",
+    "InterruptEvent",
+    "Redemption",
+    "Scope",
+]
 
 #: The JOSE ``typ`` header every pause token carries (RFC 8725 §3.11 explicit typing).
 TOKEN_TYPE: Final = "pause+jwt"  # noqa: S105 - a media type, not a secret
 #: Version of the claim set; bumped when the meaning of a claim changes.
 CLAIMS_VERSION: Final = 1
 
+#: A ``jti``: base64url without padding, 22 to 64 characters (at least 128 random bits).
+JTI_PATTERN: Final = re.compile(r"^[A-Za-z0-9_-]{22,64}\Z")
+#: A sha256 hex digest as the ``scope_hash`` and ``request_hash`` claims carry it.
+HASH_PATTERN: Final = re.compile(r"^[0-9a-f]{64}\Z")
+
 P = TypeVar("P")
 R = TypeVar("R")
+
+
+def new_jti() -> str:
+    """A fresh token id: 128 random bits, base64url (22 characters)."""
+    return secrets.token_urlsafe(16)
 
 
 def fingerprint(token: str) -> str:
