@@ -1,0 +1,1 @@
+"""LangGraph integration for pausetoken."""

@@ -1,0 +1,1 @@
+"""SQLAlchemy token store for pausetoken."""
