@@ -155,14 +155,16 @@ class Redemption(Generic[P, R]):
 
     Attributes:
         claims: The verified claims of the token.
-        payload: The payload that was shown, structured into the registered type.
+        payload: The payload that was shown, structured into the registered type; ``None``
+            for a replay that arrives after the run moved on (the checkpoint no longer
+            holds it).
         response: The answer, structured into the registered response type.
         replayed: ``True`` when this is an idempotent retry of an answer already committed.
         time_to_answer: Time from minting (``iat``) to this redemption.
     """
 
     claims: Claims
-    payload: P
+    payload: P | None
     response: R
     replayed: bool
     time_to_answer: timedelta

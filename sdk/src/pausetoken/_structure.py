@@ -24,16 +24,38 @@ def _is_pydantic_model(cls: Any) -> bool:
     )
 
 
+def _strict(kind: type[Any], *, accept: tuple[type[Any], ...] | None = None) -> Any:
+    # cattrs coerces by default (bool("no") is True, int("3") is 3); an approval answer must
+    # never be coerced into something the person did not say.
+    accepted = accept or (kind,)
+
+    def structure(value: Any, _cls: Any) -> Any:
+        if isinstance(value, bool) and kind is not bool:
+            msg = f"expected {kind.__name__}, got bool"
+            raise TypeError(msg)
+        if not isinstance(value, accepted):
+            msg = f"expected {kind.__name__}, got {type(value).__name__}"
+            raise TypeError(msg)
+        return kind(value)
+
+    return structure
+
+
 def make_converter() -> cattrs.Converter:
     """Build a converter that handles attrs classes, dataclasses, TypedDicts and pydantic.
 
-    Pydantic models are structured with ``model_validate`` and unstructured with
+    Primitives are structured strictly: ``"no"`` is not a ``bool`` and ``"3"`` is not an
+    ``int``. Pydantic models are structured with ``model_validate`` and unstructured with
     ``model_dump(mode="json")``; everything else uses cattrs' own hooks.
 
     Returns:
         A fresh converter with detailed validation errors turned on.
     """
     converter = _make_json_converter(detailed_validation=True, forbid_extra_keys=True)
+    converter.register_structure_hook(str, _strict(str))
+    converter.register_structure_hook(bool, _strict(bool))
+    converter.register_structure_hook(int, _strict(int))
+    converter.register_structure_hook(float, _strict(float, accept=(int, float)))
     converter.register_structure_hook_func(
         _is_pydantic_model, lambda value, cls: cls.model_validate(value)
     )

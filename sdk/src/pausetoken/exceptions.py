@@ -24,6 +24,7 @@ __all__ = [
     "ConfigurationError",
     "InvalidResponse",
     "InvalidToken",
+    "LeaseLost",
     "PauseTokenError",
     "PayloadMismatch",
     "PrincipalMismatch",
@@ -299,6 +300,18 @@ class RedemptionInProgress(PauseTokenError):
         if self.retry_after is not None:
             problem["retry_after"] = self.retry_after
         return problem
+
+
+class LeaseLost(PauseTokenError):
+    """The claim lapsed before it was committed and another redeemer took it over.
+
+    The run may have been resumed twice: make the lease longer than a resume takes.
+    """
+
+    default_code = "lease_lost"
+    default_detail = "The claim lapsed before commit and another redeemer took it over."
+    http_status = 409
+    title = "Lease lost"
 
 
 class StoreUnavailable(PauseTokenError):

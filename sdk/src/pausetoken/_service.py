@@ -1,0 +1,658 @@
+"""The :class:`PauseTokens` service: mint, verify and redeem exactly once."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hmac
+import logging
+import secrets
+import time
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import attrs
+import cattrs
+
+from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, fingerprint, new_jti
+from pausetoken._hashing import hash_payload, hash_scope, to_json_value
+from pausetoken._store import ClaimOutcome, ClaimRequest, TokenState
+from pausetoken._structure import make_converter
+from pausetoken._verify import TokenPolicy, verify_token
+from pausetoken.exceptions import (
+    AlreadyRedeemed,
+    CheckpointNotFound,
+    ConfigurationError,
+    InvalidResponse,
+    LeaseLost,
+    PauseTokenError,
+    PayloadMismatch,
+    PrincipalMismatch,
+    RedemptionInProgress,
+    ScopeMismatch,
+    StaleToken,
+    StoreUnavailable,
+    TokenExpired,
+    TokenRevoked,
+    UnknownInterrupt,
+    UnsupportedPayload,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from pausetoken._checkpoints import CheckpointReader
+    from pausetoken._interrupt import Interrupt
+    from pausetoken._settings import Settings
+    from pausetoken._signer import Signer
+    from pausetoken._store import TokenStore
+
+__all__ = ["PauseTokens", "TokenStatus"]
+
+logger = logging.getLogger("pausetoken.service")
+
+_T = TypeVar("_T")
+
+
+class TokenStatus(enum.Enum):
+    """Where a token stands (see :meth:`PauseTokens.status`)."""
+
+    #: Valid and not yet redeemed.
+    ACTIVE = "active"
+    #: A redeemer holds a live claim on it.
+    IN_PROGRESS = "in_progress"
+    #: Redeemed.
+    REDEEMED = "redeemed"
+    #: Revoked.
+    REVOKED = "revoked"
+    #: Past its expiry (and not redeemed or revoked in a store that still remembers it).
+    EXPIRED = "expired"
+
+
+def _system_clock() -> float:
+    return time.time()
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+@attrs.frozen
+class _Checked:
+    """A redemption attempt that passed every check up to the claim (steps 1-7)."""
+
+    claims: Claims
+    interrupt: Interrupt[Any, Any]
+    payload: Any
+    response: Any
+    response_hash: str
+    now: float
+    #: Set when the checkpoint moved on: the store's record decides what happens.
+    stale: StaleToken | CheckpointNotFound | None = None
+
+
+class PauseTokens:
+    """Mints pause tokens and redeems their answers exactly once.
+
+    Args:
+        signer: Signs and verifies tokens (:class:`~pausetoken.JoseSigner`, ...).
+        store: Where single use is enforced (:class:`~pausetoken.MemoryStore`, a backend).
+        checkpoints: Reads the runtime's checkpoints (:class:`~pausetoken.MemoryCheckpoints`,
+            ``pausetoken_langgraph.LangGraphCheckpoints``).
+        ttl: Default token lifetime.
+        leeway: Clock skew tolerated when checking times.
+        issuer: The ``iss`` claim minted and required.
+        audience: The ``aud`` claim minted and required.
+        max_lifetime: Longest lifetime a token may claim (``exp - iat``).
+        max_token_bytes: Tokens longer than this are refused before parsing.
+        lease: How long a claim holds before another redeemer may take it over. Make it
+            longer than resuming a run takes.
+        clock: Returns the current time in seconds since the epoch (for tests).
+
+    The service owns nothing it was handed: :meth:`aclose` closes only what
+    :meth:`from_settings` opened.
+
+    Example:
+        >>> tokens = PauseTokens(signer=signer, store=store, checkpoints=checkpoints)
+        ... # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        signer: Signer,
+        store: TokenStore,
+        checkpoints: CheckpointReader,
+        ttl: timedelta = timedelta(hours=24),
+        leeway: timedelta = timedelta(seconds=30),
+        issuer: str = "pausetoken",
+        audience: str = "pausetoken",
+        max_lifetime: timedelta = timedelta(days=7),
+        max_token_bytes: int = 4096,
+        lease: timedelta = timedelta(seconds=60),
+        clock: Callable[[], float] = _system_clock,
+    ) -> None:
+        """Create the service; see the class docstring for the arguments."""
+        self.policy = TokenPolicy(
+            issuer=issuer,
+            audience=audience,
+            leeway=leeway,
+            max_lifetime=max_lifetime,
+            max_token_bytes=max_token_bytes,
+        )
+        if not timedelta(0) < ttl <= max_lifetime:
+            msg = "ttl must be positive and no longer than max_lifetime"
+            raise ConfigurationError(msg)
+        if lease <= timedelta(0):
+            msg = "lease must be positive"
+            raise ConfigurationError(msg)
+        self.signer = signer
+        self.store = store
+        self.checkpoints = checkpoints
+        self.ttl = ttl
+        self.lease = lease
+        self.clock = clock
+        self.converter = make_converter()
+        self._interrupts: dict[str, Interrupt[Any, Any]] = {}
+        self._owned: list[Callable[[], Awaitable[None]]] = []
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        checkpoints: CheckpointReader | None = None,
+        clock: Callable[[], float] = _system_clock,
+    ) -> Self:
+        """Build the service from :class:`~pausetoken.Settings`.
+
+        The signer, store and (unless given) checkpoint reader are chosen through the plugin
+        registry by the names and URL in ``settings``. What is opened here is closed by
+        :meth:`aclose`.
+
+        Args:
+            settings: The configuration.
+            checkpoints: A reader built in code (for example for a compiled LangGraph
+                graph); when given, ``settings.checkpoints`` is not used.
+            clock: As for the constructor.
+
+        Raises:
+            ConfigurationError: for unknown or missing backends and bad options.
+        """
+        from pausetoken import _registry  # noqa: PLC0415 - the registry is only for settings
+
+        signer_factory = _registry.load("signers", settings.signer)
+        signer: Signer = signer_factory.from_keys(settings.keys, **dict(settings.signer_options))
+        store = _registry.open_store(settings.store_url, **dict(settings.store_options))
+        owned: list[Callable[[], Awaitable[None]]] = [store.aclose]
+        if checkpoints is None:
+            reader_factory = _registry.load("checkpoints", settings.checkpoints)
+            checkpoints = reader_factory.from_url(settings.checkpoints)
+            owned.append(checkpoints.aclose)
+        service = cls(
+            signer=signer,
+            store=store,
+            checkpoints=checkpoints,
+            ttl=settings.ttl,
+            leeway=settings.leeway,
+            issuer=settings.issuer,
+            audience=settings.audience,
+            max_lifetime=settings.max_lifetime,
+            max_token_bytes=settings.max_token_bytes,
+            lease=settings.lease,
+            clock=clock,
+        )
+        service._owned = owned
+        return service
+
+    async def __aenter__(self) -> Self:
+        """Enter ``async with``; nothing is opened lazily here."""
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close what the service opened."""
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close what :meth:`from_settings` opened; things handed in stay open."""
+        owned, self._owned = self._owned, []
+        for close in reversed(owned):
+            await close()
+
+    # -- registration ---------------------------------------------------------------------
+
+    def register(self, interrupt: Interrupt[Any, Any]) -> Interrupt[Any, Any]:
+        """Register a kind of pause so tokens can be minted and redeemed for it.
+
+        Returns:
+            The interrupt, so registration can stand in an assignment.
+
+        Raises:
+            ConfigurationError: another interrupt is registered under the same name.
+        """
+        existing = self._interrupts.get(interrupt.name)
+        if existing is not None and existing != interrupt:
+            msg = f"an interrupt named {interrupt.name!r} is already registered"
+            raise ConfigurationError(msg, code="duplicate_interrupt")
+        self._interrupts[interrupt.name] = interrupt
+        return interrupt
+
+    def interrupt(self, name: str) -> Interrupt[Any, Any]:
+        """The registered interrupt called ``name``.
+
+        Raises:
+            UnknownInterrupt: nothing is registered under ``name``.
+        """
+        try:
+            return self._interrupts[name]
+        except KeyError:
+            raise UnknownInterrupt from None
+
+    # -- minting --------------------------------------------------------------------------
+
+    async def mint(
+        self,
+        name: str,
+        payload: Any,
+        *,
+        scope: Scope,
+        thread_id: str,
+        run_id: str,
+        session_id: str = "",
+        interrupt_id: str | None = None,
+        checkpoint_id: str | None = None,
+        tool_call_id: str | None = None,
+        ttl: timedelta | None = None,
+        principal: str | None = None,
+    ) -> InterruptEvent[Any]:
+        """Mint the token for one pause.
+
+        The payload is structured into the registered payload type (so a malformed pause
+        never gets a token), the checkpoint reader binds the pause to the current
+        checkpoint, and the token carries the hash of the payload the runtime stored.
+
+        Args:
+            name: The registered interrupt name.
+            payload: What is shown to the person (an instance of the registered type or
+                data that structures into it).
+            scope: Who the pause belongs to.
+            thread_id: The run's thread.
+            run_id: The run's id.
+            session_id: An optional session id carried in the token.
+            interrupt_id: The runtime's interrupt id; made up when the reader allows it.
+            checkpoint_id: The checkpoint to bind; the reader's current one by default.
+            tool_call_id: The tool call the pause is about, if any.
+            ttl: Lifetime of this token (default: the service's ``ttl``).
+            principal: The only principal (``sub``) allowed to answer, if any.
+
+        Returns:
+            The event holding the token and the typed payload.
+
+        Raises:
+            UnknownInterrupt: ``name`` is not registered.
+            UnsupportedPayload: the payload does not fit the registered type or cannot be
+                represented exactly as JSON.
+            PayloadMismatch: the runtime stored another payload for this interrupt.
+            CheckpointNotFound, CheckpointLost, StaleToken: from the checkpoint reader.
+        """
+        interrupt = self.interrupt(name)
+        typed = self._structure_payload(interrupt, payload)
+        value = to_json_value(typed, converter=self.converter)
+        lifetime = ttl or self.ttl
+        if not timedelta(0) < lifetime <= self.policy.max_lifetime:
+            msg = "ttl must be positive and no longer than max_lifetime"
+            raise ConfigurationError(msg)
+        pending = await self.checkpoints.bind(
+            thread_id=thread_id,
+            payload=value,
+            interrupt_id=interrupt_id,
+            checkpoint_id=checkpoint_id,
+        )
+        request_hash = hash_payload(pending.value)
+        if not hmac.compare_digest(request_hash, hash_payload(value)):
+            msg = "the runtime stored another payload for this interrupt than the one given"
+            raise PayloadMismatch(msg)
+        iat = int(self.clock())
+        claims = Claims(
+            iss=self.policy.issuer,
+            aud=self.policy.audience,
+            iat=iat,
+            exp=iat + int(lifetime.total_seconds()),
+            jti=new_jti(),
+            name=name,
+            interrupt_id=pending.interrupt_id,
+            run_id=run_id,
+            session_id=session_id,
+            thread_id=pending.thread_id,
+            checkpoint_id=pending.checkpoint_id,
+            scope_hash=hash_scope(scope),
+            request_hash=request_hash,
+            tool_call_id=tool_call_id,
+            sub=principal,
+        )
+        token = self.signer.sign(claims.to_dict())
+        logger.debug("minted", extra={"jti": fingerprint(claims.jti), "interrupt": name})
+        return InterruptEvent(
+            name=name,
+            token=token,
+            payload=typed,
+            expires_at=claims.expires_at,
+            interrupt_id=claims.interrupt_id,
+            run_id=run_id,
+            session_id=session_id,
+            thread_id=claims.thread_id,
+            checkpoint_id=claims.checkpoint_id,
+        )
+
+    # -- verifying ------------------------------------------------------------------------
+
+    def verify(self, token: str) -> Claims:
+        """Verify a token's signature and claims (no store, no checkpoint).
+
+        For rendering an approval page; redeeming checks much more.
+
+        Raises:
+            InvalidToken: malformed, forged or unacceptable token.
+            TokenExpired: the token expired.
+        """
+        return verify_token(token, signer=self.signer, policy=self.policy, now=self.clock())
+
+    # -- redeeming ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def redeem(
+        self, token: str, response: Any, *, scope: Scope, principal: str | None = None
+    ) -> AsyncIterator[Redemption[Any, Any]]:
+        """Redeem a token in two phases: claim, run the body, then commit or release.
+
+        Checks run cheapest first and nothing changes state before the claim, so a bad
+        attempt never burns a token: verify the token; the scope; the principal; the
+        registration; the response's structure; that the checkpoint is current and the
+        interrupt pending; that the stored payload is the one the token was minted for; the
+        interrupt's validator; then the claim. The body runs while the claim is held; a
+        normal exit commits, an exception releases (the token can be redeemed again) and
+        propagates.
+
+        When ``redemption.replayed`` is true, the same answer was already committed: the
+        run was resumed then, so the body must not resume it again.
+
+        Args:
+            token: The token from minting.
+            response: The answer (an instance of the registered response type or data that
+                structures into it).
+            scope: The caller's scope; must be the token's unless the interrupt allows
+                cross-scope answers.
+            principal: Who answers; must be the token's ``sub`` when it has one.
+
+        Yields:
+            The redemption with typed payload and response.
+
+        Raises:
+            InvalidToken, TokenExpired, ScopeMismatch, PrincipalMismatch, UnknownInterrupt,
+            InvalidResponse, StaleToken, CheckpointNotFound, CheckpointLost,
+            PayloadMismatch: before anything is claimed.
+            AlreadyRedeemed: redeemed before with another answer.
+            RedemptionInProgress: another redeemer holds a live claim.
+            TokenRevoked: the token was revoked.
+            LeaseLost: the claim lapsed during the body and another redeemer took it over.
+            StoreUnavailable: the store cannot be reached (fail closed).
+        """
+        checked = await self._check(token, response, scope=scope, principal=principal)
+        claims = checked.claims
+        if checked.stale is not None:
+            yield await self._replay_or_raise(checked, checked.stale)
+            return
+        lease_id = secrets.token_urlsafe(16)
+        now = checked.now
+        result = await self._store_call(
+            self.store.claim(
+                ClaimRequest(
+                    jti=claims.jti,
+                    scope_hash=claims.scope_hash,
+                    name=claims.name,
+                    response_hash=checked.response_hash,
+                    expires_at=_utc(claims.exp) + self.policy.leeway,
+                    lease_id=lease_id,
+                    lease_until=_utc(now) + self.lease,
+                    now=_utc(now),
+                )
+            )
+        )
+        if result.outcome is not ClaimOutcome.CLAIMED:
+            self._refuse(checked, result.outcome, result.lease_until)
+            yield self._redemption(checked, replayed=True)
+            return
+        try:
+            yield self._redemption(checked, replayed=False)
+        except BaseException:
+            await self._release(claims.jti, lease_id)
+            raise
+        if not await self._store_call(self.store.commit(claims.jti, lease_id)):
+            logger.error(
+                "lease lost before commit",
+                extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
+            )
+            raise LeaseLost
+        logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
+
+    async def consume(
+        self, token: str, response: Any, *, scope: Scope, principal: str | None = None
+    ) -> Redemption[Any, Any]:
+        """Redeem in one step (claim and commit); see :meth:`redeem` for the checks.
+
+        Returns:
+            The redemption; ``replayed`` is true for a retry of a committed answer.
+        """
+        async with self.redeem(token, response, scope=scope, principal=principal) as done:
+            return done
+
+    async def _check(
+        self, token: str, response: Any, *, scope: Scope, principal: str | None
+    ) -> _Checked:
+        now = self.clock()
+        claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
+        interrupt = self._interrupts.get(claims.name)
+        if not (interrupt is not None and interrupt.cross_scope) and not hmac.compare_digest(
+            claims.scope_hash, hash_scope(scope)
+        ):
+            raise ScopeMismatch
+        if claims.sub is not None and (
+            principal is None or not hmac.compare_digest(claims.sub, principal)
+        ):
+            raise PrincipalMismatch
+        if interrupt is None:
+            raise UnknownInterrupt
+        typed_response = self._structure_response(interrupt, response)
+        response_hash = hash_payload(typed_response, converter=self.converter)
+        try:
+            pending = await self.checkpoints.pending(
+                thread_id=claims.thread_id,
+                checkpoint_id=claims.checkpoint_id,
+                interrupt_id=claims.interrupt_id,
+            )
+        except (StaleToken, CheckpointNotFound) as exc:
+            # The run moved on. That is what a committed redemption does to a run, so the
+            # store decides: a retry of the committed answer is answered, anything else is
+            # stale.
+            return _Checked(claims, interrupt, None, typed_response, response_hash, now, exc)
+        if not hmac.compare_digest(hash_payload(pending.value), claims.request_hash):
+            raise PayloadMismatch
+        payload = self._structure_payload(interrupt, pending.value)
+        self._validate(interrupt, typed_response, payload)
+        return _Checked(claims, interrupt, payload, typed_response, response_hash, now)
+
+    async def _replay_or_raise(
+        self, checked: _Checked, stale: StaleToken | CheckpointNotFound
+    ) -> Redemption[Any, Any]:
+        record = await self._store_call(self.store.status(checked.claims.jti))
+        if record is None or record.state is TokenState.CLAIMED:
+            raise stale
+        if record.state is TokenState.REVOKED:
+            raise TokenRevoked
+        same = record.response_hash is not None and hmac.compare_digest(
+            record.response_hash, checked.response_hash
+        )
+        self._refuse(
+            checked, ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER, None
+        )
+        return self._redemption(checked, replayed=True)
+
+    def _refuse(
+        self, checked: _Checked, outcome: ClaimOutcome, lease_until: datetime | None
+    ) -> None:
+        """Raise for every claim outcome but an idempotent retry."""
+        log_extra = {"jti": fingerprint(checked.claims.jti), "interrupt": checked.claims.name}
+        if outcome is ClaimOutcome.REDEEMED_SAME:
+            logger.info("idempotent retry answered", extra=log_extra)
+            return
+        if outcome is ClaimOutcome.REDEEMED_OTHER:
+            # Reuse of a single-use credential with another answer is an attack signal.
+            logger.warning("replay refused", extra={**log_extra, "code": "already_redeemed"})
+            raise AlreadyRedeemed
+        if outcome is ClaimOutcome.REVOKED:
+            logger.warning("revoked token presented", extra={**log_extra, "code": "revoked"})
+            raise TokenRevoked
+        retry_after = None
+        if lease_until is not None:
+            retry_after = max(0.0, lease_until.timestamp() - checked.now)
+        raise RedemptionInProgress(retry_after=retry_after)
+
+    def _redemption(self, checked: _Checked, *, replayed: bool) -> Redemption[Any, Any]:
+        return Redemption(
+            claims=checked.claims,
+            payload=checked.payload,
+            response=checked.response,
+            replayed=replayed,
+            time_to_answer=timedelta(seconds=max(0.0, checked.now - checked.claims.iat)),
+        )
+
+    async def _release(self, jti: str, lease_id: str) -> None:
+        try:
+            released = await self._store_call(self.store.release(jti, lease_id))
+        except StoreUnavailable:
+            # The body's own exception is what the caller must see; the lease lapses by
+            # itself and the token becomes redeemable again then.
+            logger.exception("release failed; the claim lapses at its deadline")
+            return
+        if not released:
+            logger.warning("release found another lease holder", extra={"jti": fingerprint(jti)})
+
+    async def _store_call(self, call: Awaitable[_T]) -> _T:
+        try:
+            return await call
+        except PauseTokenError:
+            raise
+        except Exception as exc:
+            # A store that fails in a way it did not type still fails closed.
+            msg = f"the token store failed: {type(exc).__name__}"
+            raise StoreUnavailable(msg) from exc
+
+    # -- structuring ----------------------------------------------------------------------
+
+    def _structure_payload(self, interrupt: Interrupt[Any, Any], payload: Any) -> Any:
+        try:
+            return self._structure(payload, interrupt.payload)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            where = _first_error(exc)
+            msg = f"payload does not fit the registered type of {interrupt.name!r}: {where}"
+            raise UnsupportedPayload(msg, code="invalid_payload") from exc
+
+    def _structure_response(self, interrupt: Interrupt[Any, Any], response: Any) -> Any:
+        try:
+            return self._structure(response, interrupt.response)
+        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+            where = _first_error(exc)
+            field = where.rpartition(" @ ")[2] if " @ " in where else None
+            msg = f"response does not fit the registered type: {where}"
+            raise InvalidResponse(msg, field=field) from exc
+
+    def _structure(self, value: Any, kind: Any) -> Any:
+        if (attrs.has(kind) or dataclasses.is_dataclass(kind)) and isinstance(value, kind):
+            # Round-trip instances so the same validation applies as to raw data.
+            value = self.converter.unstructure(value)
+        return self.converter.structure(value, kind)
+
+    def _validate(self, interrupt: Interrupt[Any, Any], response: Any, payload: Any) -> None:
+        if interrupt.validate is None:
+            return
+        try:
+            interrupt.validate(response, payload)
+        except InvalidResponse:
+            raise
+        except ValueError as exc:
+            msg = f"the answer was refused by the validator of {interrupt.name!r}"
+            raise InvalidResponse(msg) from exc
+
+    # -- revocation and status ------------------------------------------------------------
+
+    async def revoke(self, token_or_jti: str, *, scope: Scope) -> TokenStatus:
+        """Revoke a token (given whole, or by its ``jti``) unless it was redeemed.
+
+        Returns:
+            The token's status afterwards: ``REVOKED``; ``REDEEMED`` if it was too late;
+            ``EXPIRED`` for a whole token that expired (it can never be redeemed).
+
+        Raises:
+            InvalidToken: a whole token that does not verify.
+            ScopeMismatch: the token belongs to another scope.
+        """
+        scope_hash = hash_scope(scope)
+        now = self.clock()
+        if "." in token_or_jti:
+            try:
+                claims = verify_token(token_or_jti, signer=self.signer, policy=self.policy, now=now)
+            except TokenExpired:
+                return TokenStatus.EXPIRED  # it can never be redeemed again anyway
+            if not hmac.compare_digest(claims.scope_hash, scope_hash):
+                raise ScopeMismatch
+            jti, name, keep_until = claims.jti, claims.name, _utc(claims.exp)
+        else:
+            jti, name = token_or_jti, ""
+            # Without the token its expiry is unknown; no token lives longer than this.
+            keep_until = _utc(now) + self.policy.max_lifetime
+            known = await self._store_call(self.store.status(jti))
+            if known is not None and not hmac.compare_digest(known.scope_hash, scope_hash):
+                raise ScopeMismatch
+        record = await self._store_call(
+            self.store.revoke(jti, scope_hash, name, keep_until + self.policy.leeway)
+        )
+        logger.info("revoked", extra={"jti": fingerprint(jti)})
+        return _status_of(record.state)
+
+    async def status(self, token: str, *, scope: Scope) -> TokenStatus:
+        """Where a token stands.
+
+        Raises:
+            InvalidToken: the token does not verify.
+            ScopeMismatch: the token belongs to another scope.
+        """
+        now = self.clock()
+        try:
+            claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
+        except TokenExpired:
+            return TokenStatus.EXPIRED
+        if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
+            raise ScopeMismatch
+        record = await self._store_call(self.store.status(claims.jti))
+        if record is not None and record.state is TokenState.CLAIMED:
+            lease_live = record.lease_until is not None and record.lease_until > _utc(now)
+            if lease_live:
+                return TokenStatus.IN_PROGRESS
+            record = None
+        return TokenStatus.ACTIVE if record is None else _status_of(record.state)
+
+
+def _status_of(state: TokenState) -> TokenStatus:
+    return {
+        TokenState.CLAIMED: TokenStatus.IN_PROGRESS,
+        TokenState.REDEEMED: TokenStatus.REDEEMED,
+        TokenState.REVOKED: TokenStatus.REVOKED,
+    }[state]
+
+
+def _first_error(exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        messages = cattrs.transform_error(exc)
+        return messages[0] if messages else "invalid value"
+    return "invalid value"
