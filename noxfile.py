@@ -1,0 +1,152 @@
+"""The test matrix: backends x Python versions, lint, typing, docs.
+
+`nox` runs every default session. `tests` runs each backend on the newest installed Python
+(`nox -s "tests(backend='sqlite')"`), `compat` on the other installed Pythons of 3.11-3.13;
+`nox -l` lists them all.
+
+Database backends read their server URLs from the environment
+(PAUSETOKEN_TEST_POSTGRESQL_URL, PAUSETOKEN_TEST_MYSQL_URL). Without one, the session skips
+with the reason, except under CI (CI=true) where a missing server fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv"
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+SUPPORTED = nox.project.python_versions(nox.project.load_toml(ROOT / "sdk" / "pyproject.toml"))
+ON_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+# Interpreters are found on this machine, never downloaded.
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+
+
+def _installed(version: str) -> bool:
+    found = subprocess.run(  # noqa: S603 - fixed arguments
+        ["uv", "python", "find", "--no-project", version],  # noqa: S607
+        capture_output=True,
+        check=False,
+    )
+    return found.returncode == 0
+
+
+PYTHONS = [version for version in SUPPORTED if _installed(version)] or SUPPORTED[:1]
+NEWEST, OLDER = PYTHONS[-1], PYTHONS[:-1]
+nox.options.sessions = ["tests", *(["compat"] if OLDER else []), "lint", "typing", "docs"]
+
+# backend -> (what to install, test paths, environment variable naming a server URL)
+BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
+    "memory": (
+        ["./sdk[testing,cli]", "./tests/plugins/pausetoken-inhouse"],
+        ["tests/sdk", "tests/plugins"],
+        None,
+    ),
+    "sqlite": (
+        ["./sdk[testing,cli]", "./backends/sqlalchemy[sqlite]"],
+        ["tests/backends/sqlalchemy"],
+        None,
+    ),
+    "postgresql": (
+        ["./sdk[testing,cli]", "./backends/sqlalchemy[postgresql]"],
+        ["tests/backends/sqlalchemy"],
+        "PAUSETOKEN_TEST_POSTGRESQL_URL",
+    ),
+    "mysql": (
+        ["./sdk[testing,cli]", "./backends/sqlalchemy[mysql]"],
+        ["tests/backends/sqlalchemy"],
+        "PAUSETOKEN_TEST_MYSQL_URL",
+    ),
+}
+
+
+def _backend_distributions() -> list[Path]:
+    return sorted(path.parent for path in (ROOT / "backends").glob("*/pyproject.toml"))
+
+
+def _with_all_extras(distribution: Path) -> str:
+    project = nox.project.load_toml(distribution / "pyproject.toml")["project"]
+    extras = ",".join(sorted(project.get("optional-dependencies", {})))
+    where = f"./{distribution.relative_to(ROOT)}"
+    return f"{where}[{extras}]" if extras else where
+
+
+def _existing(paths: list[str]) -> list[str]:
+    return [path for path in paths if (ROOT / path).exists()]
+
+
+@nox.session(python=NEWEST)
+@nox.parametrize("backend", list(BACKENDS))
+def tests(session: nox.Session, backend: str) -> None:
+    """Run one backend's tests against the built distributions on the newest Python."""
+    _run_tests(session, backend)
+
+
+if OLDER:
+
+    @nox.session(python=OLDER)
+    @nox.parametrize("backend", list(BACKENDS))
+    def compat(session: nox.Session, backend: str) -> None:
+        """Run one backend's tests on every other installed Python."""
+        _run_tests(session, backend)
+
+
+def _run_tests(session: nox.Session, backend: str) -> None:
+    install, paths, url_variable = BACKENDS[backend]
+    env = {"PAUSETOKEN_TEST_BACKEND": backend}
+    if url_variable is not None:
+        url = os.environ.get(url_variable)
+        if not url:
+            reason = f"{url_variable} is not set: no {backend} server to test against"
+            if ON_CI:
+                session.error(reason)
+            session.skip(reason)
+        env[url_variable] = url
+    elif backend != "memory":
+        # Only the selected server's tests run in a database session.
+        for variable in ("PAUSETOKEN_TEST_POSTGRESQL_URL", "PAUSETOKEN_TEST_MYSQL_URL"):
+            env[variable] = ""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install(*[item for item in install if (ROOT / item.split("[")[0]).exists()])
+    if ON_CI:
+        env["HYPOTHESIS_PROFILE"] = "ci"
+    session.run("pytest", *_existing(paths), *session.posargs, env=env)
+
+
+@nox.session(python=NEWEST)
+def lint(session: nox.Session) -> None:
+    """Ruff's linter and formatter check over the whole tree."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=NEWEST)
+def typing(session: nox.Session) -> None:
+    """mypy --strict over every distribution."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "typing"))
+    session.install("-e", "./sdk[testing,cli]")
+    distributions = _backend_distributions()
+    for distribution in distributions:
+        session.install("-e", _with_all_extras(distribution))
+    sources = ["sdk/src", *(str((d / "src").relative_to(ROOT)) for d in distributions)]
+    session.run("mypy", "--strict", *sources)
+
+
+@nox.session(python=NEWEST)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site in strict mode."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "docs"))
+    session.install("-e", "./sdk[testing,cli]")
+    for distribution in _backend_distributions():
+        session.install("-e", _with_all_extras(distribution))
+    session.run(
+        "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
+    )
