@@ -10,6 +10,15 @@ from pausetoken._checkpoints import CheckpointReader, PendingInterrupt
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
 from pausetoken._hashing import canonical_json, hash_payload, hash_scope
 from pausetoken._interrupt import Interrupt
+from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
+from pausetoken._registry import (
+    BackendInfo,
+    available_backends,
+    open_store,
+    redact_url,
+    register_store,
+    reset_registry,
+)
 from pausetoken._signer import Signer
 from pausetoken._store import (
     ClaimOutcome,
@@ -21,6 +30,7 @@ from pausetoken._store import (
 )
 
 __all__ = [
+    "BackendInfo",
     "CheckpointReader",
     "ClaimOutcome",
     "ClaimRequest",
@@ -28,6 +38,8 @@ __all__ = [
     "Claims",
     "Interrupt",
     "InterruptEvent",
+    "MemoryStore",
+    "MemoryStoreWarning",
     "PendingInterrupt",
     "Redemption",
     "Scope",
@@ -35,7 +47,12 @@ __all__ = [
     "TokenRecord",
     "TokenState",
     "TokenStore",
+    "available_backends",
     "canonical_json",
     "hash_payload",
     "hash_scope",
+    "open_store",
+    "redact_url",
+    "register_store",
+    "reset_registry",
 ]

@@ -1,0 +1,289 @@
+"""A token store in this process's memory: for tests, demos and single-process tools.
+
+It keeps no state outside the instance: two :class:`MemoryStore` objects know nothing of
+each other, and nothing is shared with other processes. A deployment with several workers
+needs a shared store (SQLAlchemy, Redis, Mongo) so that a token is redeemed exactly once
+across all of them.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import attrs
+
+from pausetoken._claims import fingerprint
+from pausetoken._store import (
+    STORE_API_VERSION,
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    TokenRecord,
+    TokenState,
+)
+from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+__all__ = ["MemoryStore", "MemoryStoreWarning"]
+
+logger = logging.getLogger("pausetoken.memory_store")
+
+_URLS: Final = frozenset({"memory:", "memory://"})
+
+
+class MemoryStoreWarning(UserWarning):
+    """A :class:`MemoryStore` is in use: it is not shared between processes.
+
+    Emitted once per process. Silence it where a single process is intended::
+
+        warnings.filterwarnings("ignore", category=pausetoken.MemoryStoreWarning)
+    """
+
+
+# Whether the warning was shown in this process; the warning is about the deployment, so
+# repeating it for every store a test suite creates would only be noise.
+_warned = False
+_warned_lock = threading.Lock()
+
+
+def _warn_once() -> None:
+    global _warned  # noqa: PLW0603 - a once-per-process flag is the point
+    with _warned_lock:
+        if _warned:
+            return
+        _warned = True
+    warnings.warn(
+        "MemoryStore keeps tokens in this process only: workers in other processes do not "
+        "see its claims, so a token could be redeemed once per process. Use a shared store "
+        "(SQLAlchemy, Redis, Mongo) when more than one process redeems tokens.",
+        MemoryStoreWarning,
+        stacklevel=3,
+    )
+
+
+class MemoryStore:
+    """A :class:`~pausetoken.TokenStore` kept in a dictionary of this process.
+
+    Every operation reads and writes under one lock without awaiting in between, so it is
+    atomic under asyncio concurrency and across threads of one process. It is **not** shared
+    between processes: the first instance created in a process emits a
+    :class:`MemoryStoreWarning` saying so.
+
+    After :meth:`aclose` the store forgets its rows and every operation raises
+    :class:`~pausetoken.exceptions.StoreUnavailable` (fail closed).
+
+    Example:
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", MemoryStoreWarning)
+        ...     store = MemoryStore.from_url("memory://")
+        >>> store
+        MemoryStore(rows=0)
+    """
+
+    #: The store protocol version this class implements.
+    api_version: ClassVar[int] = STORE_API_VERSION
+    #: Claims made here are invisible to other processes (see ``race_processes``).
+    process_local: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        """Create an empty store (and warn once per process that it is process-local)."""
+        _warn_once()
+        self._rows: dict[str, TokenRecord] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> MemoryStore:
+        """Create a store from ``memory://`` (or ``memory:``).
+
+        Args:
+            url: ``"memory://"`` or ``"memory:"``; nothing may follow the scheme.
+            **options: None are accepted.
+
+        Returns:
+            A new, empty store.
+
+        Raises:
+            ConfigurationError: for any other URL or any option.
+        """
+        if url.lower() not in _URLS:
+            msg = "a memory store URL is 'memory://' with nothing after the scheme"
+            raise ConfigurationError(msg)
+        if options:
+            msg = f"the memory store takes no options (got {', '.join(sorted(options))})"
+            raise ConfigurationError(msg)
+        return cls()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"rows={len(self._rows)}"
+        return f"MemoryStore({state})"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            msg = "the memory store was closed"
+            raise StoreUnavailable(msg)
+
+    async def claim(self, request: ClaimRequest) -> ClaimResult:
+        """Try to take the lease on ``request.jti``.
+
+        Args:
+            request: The attempt, carrying its lease and the caller's ``now``.
+
+        Returns:
+            ``CLAIMED`` when there was no row or its lease ended (``lease_until <= now``);
+            ``IN_PROGRESS`` with the holder's ``lease_until`` while a lease is live;
+            ``REDEEMED_SAME`` / ``REDEEMED_OTHER`` by response hash once committed;
+            ``REVOKED`` once revoked.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(request.jti)
+            if row is None or (
+                row.state is TokenState.CLAIMED
+                and row.lease_until is not None
+                and row.lease_until <= request.now
+            ):
+                if row is not None:
+                    logger.info(
+                        "lease taken over after it ended",
+                        extra={"jti": fingerprint(request.jti)},
+                    )
+                self._rows[request.jti] = TokenRecord(
+                    jti=request.jti,
+                    state=TokenState.CLAIMED,
+                    scope_hash=request.scope_hash,
+                    name=request.name,
+                    expires_at=request.expires_at,
+                    response_hash=request.response_hash,
+                    lease_id=request.lease_id,
+                    lease_until=request.lease_until,
+                )
+                return ClaimResult(ClaimOutcome.CLAIMED)
+            if row.state is TokenState.CLAIMED:
+                return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
+            if row.state is TokenState.REDEEMED:
+                same = hmac.compare_digest(
+                    (row.response_hash or "").encode(), request.response_hash.encode()
+                )
+                outcome = ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER
+                return ClaimResult(outcome)
+            return ClaimResult(ClaimOutcome.REVOKED)
+
+    async def commit(self, jti: str, lease_id: str) -> bool:
+        """Mark the token redeemed if ``lease_id`` holds the claim on it.
+
+        The holder may commit even after its lease ran out, as long as nobody took over.
+
+        Returns:
+            Whether the token went from claimed to redeemed by this call.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(jti)
+            if row is None or not self._holds(row, lease_id):
+                return False
+            self._rows[jti] = attrs.evolve(row, state=TokenState.REDEEMED)
+            return True
+
+    async def release(self, jti: str, lease_id: str) -> bool:
+        """Drop the claim if ``lease_id`` holds it, so the token can be redeemed again.
+
+        Returns:
+            Whether a claim was dropped by this call.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(jti)
+            if row is None or not self._holds(row, lease_id):
+                return False
+            del self._rows[jti]
+            return True
+
+    @staticmethod
+    def _holds(row: TokenRecord, lease_id: str) -> bool:
+        return (
+            row.state is TokenState.CLAIMED
+            and row.lease_id is not None
+            and hmac.compare_digest(row.lease_id.encode(), lease_id.encode())
+        )
+
+    async def revoke(
+        self, jti: str, scope_hash: str, name: str, expires_at: datetime
+    ) -> TokenRecord:
+        """Revoke the token unless it was already redeemed.
+
+        An absent token is stored as revoked (so a later claim is refused); a claimed one
+        becomes revoked and its lease holder can no longer commit; a redeemed or revoked
+        one is left as it is.
+
+        Returns:
+            The record after the call.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(jti)
+            if row is None:
+                row = TokenRecord(
+                    jti=jti,
+                    state=TokenState.REVOKED,
+                    scope_hash=scope_hash,
+                    name=name,
+                    expires_at=expires_at,
+                )
+            elif row.state is TokenState.CLAIMED:
+                row = attrs.evolve(row, state=TokenState.REVOKED, lease_id=None, lease_until=None)
+            else:
+                return row
+            self._rows[jti] = row
+            return row
+
+    async def status(self, jti: str) -> TokenRecord | None:
+        """What the store knows of ``jti``, or ``None``.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            return self._rows.get(jti)
+
+    async def purge(self, before: datetime) -> int:
+        """Delete rows whose ``expires_at`` is strictly before ``before``.
+
+        Returns:
+            How many rows were deleted.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            expired = [jti for jti, row in self._rows.items() if row.expires_at < before]
+            for jti in expired:
+                del self._rows[jti]
+            return len(expired)
+
+    async def aclose(self) -> None:
+        """Forget every row; later calls raise ``StoreUnavailable``. Closing twice is fine."""
+        with self._lock:
+            self._closed = True
+            self._rows.clear()
