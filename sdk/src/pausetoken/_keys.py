@@ -1,0 +1,607 @@
+"""Key rings: named keys, one active for signing, older ones verify-only until retired.
+
+A :class:`KeyRing` is immutable. Rotation returns a new ring in which the new key signs and
+the previous signing key still verifies until its retirement deadline, so tokens minted just
+before a rotation stay redeemable for the grace period and no longer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import math
+import re
+import secrets
+from collections import Counter
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+from joserfc.errors import JoseError
+from joserfc.jwk import ECKey, OctKey, OKPKey
+
+from pausetoken.exceptions import ConfigurationError, InvalidToken
+
+__all__ = [
+    "KID_PATTERN",
+    "SUPPORTED_ALGORITHMS",
+    "JoseKey",
+    "KeyRing",
+]
+
+logger = logging.getLogger("pausetoken.keys")
+
+#: A joserfc key object as the ring holds it.
+JoseKey: TypeAlias = OctKey | OKPKey | ECKey
+Algorithm: TypeAlias = Literal["HS256", "EdDSA", "ES256", "dir"]
+
+#: Algorithms a key may be used with. ``dir`` keys are for sealed (JWE) tokens only.
+SUPPORTED_ALGORITHMS: Final[frozenset[str]] = frozenset({"HS256", "EdDSA", "ES256", "dir"})
+#: What a ``kid`` may look like (it travels in every token header).
+KID_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
+
+_KTY: Final[dict[str, str]] = {"HS256": "oct", "dir": "oct", "EdDSA": "OKP", "ES256": "EC"}
+_CURVE: Final[dict[str, str]] = {"EdDSA": "Ed25519", "ES256": "P-256"}
+_USE: Final[dict[str, str]] = {"HS256": "sig", "EdDSA": "sig", "ES256": "sig", "dir": "enc"}
+
+#: Smallest HMAC key (RFC 7518 §3.2: at least the size of the hash output).
+MIN_SECRET_BYTES: Final = 32
+#: ``dir`` + ``A256GCM`` needs exactly a 256-bit key.
+SEALED_KEY_BYTES: Final = 32
+#: Smallest estimated entropy of a secret, in bits.
+MIN_SECRET_BITS: Final = 128
+
+# Substrings that mark a secret as a placeholder or a human password. Each is at least six
+# characters long, so a random key contains one by chance with negligible probability.
+_PLACEHOLDER_WORDS: Final = (
+    "secret",
+    "password",
+    "passwd",
+    "changeme",
+    "change-me",
+    "change_me",
+    "example",
+    "placeholder",
+    "replace",
+    "default",
+    "sample",
+    "insecure",
+    "qwerty",
+    "letmein",
+)
+# Markers of PEM, OpenSSH and PuTTY key files: asymmetric material is never an HMAC key.
+_KEY_FILE_MARKERS: Final = (
+    b"-----BEGIN",
+    b"-----END",
+    b"---- BEGIN",
+    b"ssh-rsa",
+    b"ssh-dss",
+    b"ssh-ed25519",
+    b"ecdsa-sha2-",
+    b"sk-ssh-",
+    b"PuTTY-User-Key-File",
+)
+_PRINTABLE = frozenset(range(0x20, 0x7F))
+_JWKS_MEMBERS: Final = frozenset({"keys", "active"})
+_OUR_JWK_MEMBERS: Final = frozenset({"kid", "alg", "use", "retire_at"})
+
+
+def _config_error(msg: str, code: str) -> ConfigurationError:
+    return ConfigurationError(msg, code=code)
+
+
+def _entropy_bits(secret: bytes) -> float:
+    """Estimate the entropy of ``secret`` from its own symbol distribution (Shannon).
+
+    Length times the per-symbol entropy of the observed distribution. Random bytes and
+    random hex or base64 text score well above 128 bits at 32 bytes or more; repeated
+    characters, short alphabets and patterns score low.
+    """
+    n = len(secret)
+    return -sum(c * math.log2(c / n) for c in Counter(secret).values())
+
+
+def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
+    """Refuse a symmetric key that is short, a placeholder, a password or key-file material.
+
+    The rule, in order:
+
+    1. PEM, OpenSSH or PuTTY key material is refused (``key_is_pem``).
+    2. ``dir`` keys must be exactly 32 bytes; HMAC keys at least 32 bytes (``key_too_short``,
+       ``key_size_invalid``).
+    3. A key that is entirely printable ASCII (typed or pasted text) is refused when it
+       contains whitespace or a placeholder word such as ``secret``, ``changeme``,
+       ``password`` or ``example``, case-insensitively (``key_placeholder``).
+    4. Any key whose estimated entropy (its length times the Shannon entropy of its own
+       byte distribution) is under 128 bits is refused (``key_low_entropy``). Output of
+       ``secrets.token_bytes(32)``, ``secrets.token_hex(32)`` or ``openssl rand -base64 32``
+       passes; ``"a" * 64`` or a sentence does not.
+
+    Args:
+        secret: The key bytes.
+        alg: ``"HS256"`` or ``"dir"``.
+
+    Raises:
+        ConfigurationError: with one of the codes above.
+    """
+    if any(marker in secret for marker in _KEY_FILE_MARKERS):
+        msg = "PEM, OpenSSH or PuTTY key material cannot be used as a symmetric key"
+        raise _config_error(msg, "key_is_pem")
+    if alg == "dir" and len(secret) != SEALED_KEY_BYTES:
+        if len(secret) < SEALED_KEY_BYTES:
+            msg = f"a sealed-token key must be exactly {SEALED_KEY_BYTES} bytes"
+            raise _config_error(msg, "key_too_short")
+        msg = f"a sealed-token key must be exactly {SEALED_KEY_BYTES} bytes"
+        raise _config_error(msg, "key_size_invalid")
+    if len(secret) < MIN_SECRET_BYTES:
+        msg = f"an HMAC key must be at least {MIN_SECRET_BYTES} bytes (RFC 7518 §3.2)"
+        raise _config_error(msg, "key_too_short")
+    if _PRINTABLE.issuperset(secret):
+        text = secret.decode("ascii").lower()
+        if " " in text or any(word in text for word in _PLACEHOLDER_WORDS):
+            msg = (
+                "the key looks like a placeholder or a human password; generate one with "
+                "`pausetoken keygen` or secrets.token_bytes(32)"
+            )
+            raise _config_error(msg, "key_placeholder")
+    if _entropy_bits(secret) < MIN_SECRET_BITS:
+        msg = (
+            f"the key carries less than {MIN_SECRET_BITS} bits of estimated entropy; "
+            "generate one with `pausetoken keygen` or secrets.token_bytes(32)"
+        )
+        raise _config_error(msg, "key_low_entropy")
+
+
+def _check_kid(kid: object) -> str:
+    if not isinstance(kid, str) or not KID_PATTERN.match(kid):
+        msg = "a kid is 1-64 characters of letters, digits and '_.:-'"
+        raise _config_error(msg, "kid_invalid")
+    return kid
+
+
+def _check_alg(alg: object) -> Algorithm:
+    if not isinstance(alg, str) or alg not in SUPPORTED_ALGORITHMS:
+        allowed = ", ".join(sorted(SUPPORTED_ALGORITHMS))
+        msg = f"key algorithm must be one of {allowed} ('none' never)"
+        raise _config_error(msg, "alg_not_allowed")
+    return alg  # type: ignore[return-value]  # narrowed by the membership test
+
+
+def _new_kid() -> str:
+    return secrets.token_urlsafe(9)
+
+
+def _aware(moment: datetime, what: str) -> datetime:
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        msg = f"{what} must be an aware datetime (UTC)"
+        raise _config_error(msg, "naive_datetime")
+    return moment.astimezone(UTC)
+
+
+@attrs.frozen(repr=False, eq=False)
+class _Entry:
+    """One key of a ring: its id, algorithm, key object and retirement deadline."""
+
+    kid: str
+    alg: Algorithm
+    key: JoseKey
+    retire_at: datetime | None
+    # The deadline as epoch seconds, compared on every verification.
+    retire_ts: float | None = attrs.field(init=False)
+
+    @retire_ts.default
+    def _retire_ts(self) -> float | None:
+        return None if self.retire_at is None else self.retire_at.timestamp()
+
+    @property
+    def private(self) -> bool:
+        return bool(self.key.is_private)
+
+    def describe(self) -> str:
+        state = "signing" if self.retire_at is None else f"retires {self.retire_at.isoformat()}"
+        half = "private" if self.private else "public"
+        return f"{self.kid}:{self.alg}:{half}:{state}"
+
+    def with_retirement(self, retire_at: datetime | None) -> _Entry:
+        return _Entry(kid=self.kid, alg=self.alg, key=self.key, retire_at=retire_at)
+
+
+def _key_from_secret(secret: bytes, alg: Algorithm) -> OctKey:
+    check_secret(secret, alg=alg)
+    try:
+        return OctKey.import_key(secret)
+    except (JoseError, ValueError) as exc:
+        msg = "the symmetric key could not be imported"
+        raise _config_error(msg, "key_invalid") from exc
+
+
+def _generate_key(alg: Algorithm) -> JoseKey:
+    if alg in {"HS256", "dir"}:
+        return OctKey.import_key(secrets.token_bytes(MIN_SECRET_BYTES))
+    if alg == "EdDSA":
+        return OKPKey.generate_key("Ed25519")
+    return ECKey.generate_key("P-256")
+
+
+def _b64url_decode(value: object, what: str) -> bytes:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", value):
+        msg = f"{what} must be base64url without padding"
+        raise _config_error(msg, "key_invalid")
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+    except (binascii.Error, ValueError) as exc:
+        msg = f"{what} must be base64url without padding"
+        raise _config_error(msg, "key_invalid") from exc
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != value:
+        msg = f"{what} must be canonical base64url"
+        raise _config_error(msg, "key_invalid")
+    return raw
+
+
+def _retire_from_jwk(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        msg = "'retire_at' must be a number of seconds since the epoch"
+        raise _config_error(msg, "jwks_invalid")
+    return datetime.fromtimestamp(value, tz=UTC)
+
+
+def _entry_from_jwk(jwk: object) -> _Entry:
+    if not isinstance(jwk, Mapping):
+        msg = "every member of 'keys' must be a JSON object"
+        raise _config_error(msg, "jwks_invalid")
+    kid = _check_kid(jwk.get("kid"))
+    alg = _check_alg(jwk.get("alg"))
+    kty = jwk.get("kty")
+    if kty != _KTY[alg]:
+        msg = f"key {kid!r}: algorithm {alg} needs a key of type {_KTY[alg]!r}"
+        raise _config_error(msg, "key_alg_mismatch")
+    use = jwk.get("use")
+    if use is not None and use != _USE[alg]:
+        msg = f"key {kid!r}: algorithm {alg} needs 'use': {_USE[alg]!r}"
+        raise _config_error(msg, "key_alg_mismatch")
+    retire_at = _retire_from_jwk(jwk.get("retire_at"))
+    if alg in {"HS256", "dir"}:
+        key: JoseKey = _key_from_secret(_b64url_decode(jwk.get("k"), f"key {kid!r} 'k'"), alg)
+    else:
+        if jwk.get("crv") != _CURVE[alg]:
+            msg = f"key {kid!r}: algorithm {alg} needs the curve {_CURVE[alg]}"
+            raise _config_error(msg, "key_alg_mismatch")
+        material = {k: v for k, v in jwk.items() if k not in _OUR_JWK_MEMBERS}
+        key_class = OKPKey if alg == "EdDSA" else ECKey
+        try:
+            key = key_class.import_key(material)
+        except (JoseError, ValueError, TypeError, KeyError) as exc:
+            msg = f"key {kid!r} could not be imported"
+            raise _config_error(msg, "key_invalid") from exc
+    return _Entry(kid=kid, alg=alg, key=key, retire_at=retire_at)
+
+
+def _parse_jwks_text(text: str) -> Any:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            msg = "the JWKS has duplicate members"
+            raise _config_error(msg, "jwks_invalid")
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicates)
+    except (ValueError, RecursionError) as exc:
+        msg = "the JWKS is not valid JSON"
+        raise _config_error(msg, "jwks_invalid") from exc
+
+
+def _validate_entries(
+    _instance: KeyRing, _attribute: attrs.Attribute[Any], value: tuple[_Entry, ...]
+) -> None:
+    if not value:
+        msg = "a key ring needs at least one key; there is no default key"
+        raise _config_error(msg, "empty_keyring")
+    kids = [e.kid for e in value]
+    if len(set(kids)) != len(kids):
+        msg = "two keys in the ring share one kid"
+        raise _config_error(msg, "duplicate_kid")
+
+
+@attrs.frozen(repr=False, eq=False)
+class KeyRing:
+    """Named keys (``kid``), one active for signing, older ones verify-only until retired.
+
+    Every key is used with exactly one algorithm: ``HS256`` (32+ byte secret), ``EdDSA``
+    (Ed25519), ``ES256`` (P-256) for signed tokens, or ``dir`` (a 256-bit key) for sealed
+    tokens. A ring is immutable; :meth:`rotate` returns a new one. Its ``repr`` never shows
+    key material.
+
+    JWKS format (:meth:`from_jwks` / :meth:`to_jwks`): a standard JWK Set with two
+    conventions on top::
+
+        {
+          "active": "k2",
+          "keys": [
+            {"kty": "oct", "kid": "k2", "alg": "HS256", "k": "..."},
+            {"kty": "oct", "kid": "k1", "alg": "HS256", "k": "...", "retire_at": 1767225600}
+          ]
+        }
+
+    * ``active`` names the key that signs. It carries no ``retire_at``.
+    * Every other key is verify-only and carries ``retire_at`` (Unix seconds); tokens under
+      it are refused from that moment on.
+    * Each JWK carries ``kid`` and ``alg``; ``use``, when present, must be ``sig`` (``enc``
+      for ``dir`` keys).
+
+    Example:
+        >>> ring = KeyRing.generate("EdDSA", kid="k1")
+        >>> ring.active, ring.can_sign
+        ('k1', True)
+        >>> KeyRing.from_jwks(ring.to_jwks()).active
+        'k1'
+
+    Args:
+        keys: The ring's keys (built by the class methods; not usually passed by hand).
+        active: The ``kid`` of the signing key.
+
+    Raises:
+        ConfigurationError: ``empty_keyring``, ``duplicate_kid`` or ``no_active_key``.
+    """
+
+    _entries: tuple[_Entry, ...] = attrs.field(alias="entries", validator=_validate_entries)
+    active: str = attrs.field()
+    _index: dict[str, _Entry] = attrs.field(init=False)
+
+    @_index.default
+    def _build_index(self) -> dict[str, _Entry]:
+        return {e.kid: e for e in self._entries}
+
+    @active.validator
+    def _check_active(self, _attribute: attrs.Attribute[Any], value: str) -> None:
+        entry = next((e for e in self._entries if e.kid == value), None)
+        if entry is None:
+            msg = "the active kid names no key in the ring"
+            raise _config_error(msg, "no_active_key")
+        if entry.retire_at is not None:
+            msg = "the active key cannot have a retirement deadline"
+            raise _config_error(msg, "no_active_key")
+        for other in self._entries:
+            if other.kid != value and other.retire_at is None:
+                msg = "every key but the active one needs a retirement deadline ('retire_at')"
+                raise _config_error(msg, "no_active_key")
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def generate(cls, alg: str = "HS256", *, kid: str | None = None) -> KeyRing:
+        """A ring with one freshly generated key.
+
+        Args:
+            alg: ``"HS256"`` (32 random bytes), ``"EdDSA"`` (Ed25519), ``"ES256"`` (P-256)
+                or ``"dir"`` (a 256-bit key for sealed tokens).
+            kid: The key id; a short random base64url id by default.
+
+        Raises:
+            ConfigurationError: ``alg_not_allowed`` or ``kid_invalid``.
+        """
+        checked = _check_alg(alg)
+        kid = _new_kid() if kid is None else _check_kid(kid)
+        entry = _Entry(kid=kid, alg=checked, key=_generate_key(checked), retire_at=None)
+        return cls(entries=(entry,), active=kid)
+
+    @classmethod
+    def from_secret(cls, secret: bytes | str, *, kid: str, alg: str = "HS256") -> KeyRing:
+        """A ring holding one symmetric secret the integrator already has.
+
+        A ``str`` is used as its UTF-8 bytes (not base64-decoded).
+
+        Args:
+            secret: At least 32 bytes of key material (exactly 32 for ``"dir"``).
+            kid: The key id.
+            alg: ``"HS256"`` or ``"dir"``.
+
+        Raises:
+            ConfigurationError: ``key_too_short``, ``key_placeholder``,
+                ``key_low_entropy``, ``key_is_pem``, ``alg_not_allowed``, ``kid_invalid``.
+        """
+        checked = _check_alg(alg)
+        if checked not in {"HS256", "dir"}:
+            msg = "a secret can only back an HS256 or dir key"
+            raise _config_error(msg, "alg_not_allowed")
+        kid = _check_kid(kid)
+        raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+        entry = _Entry(kid=kid, alg=checked, key=_key_from_secret(raw, checked), retire_at=None)
+        return cls(entries=(entry,), active=kid)
+
+    @classmethod
+    def from_jwks(cls, jwks: str | Mapping[str, Any]) -> KeyRing:
+        """Load a ring from a JWK Set (JSON text or a parsed mapping); see the class docs.
+
+        Raises:
+            ConfigurationError: ``jwks_invalid``, ``key_alg_mismatch``, ``key_invalid``,
+                the key-strength codes of :meth:`from_secret`, ``alg_not_allowed``,
+                ``duplicate_kid``, ``empty_keyring`` or ``no_active_key``.
+        """
+        data = _parse_jwks_text(jwks) if isinstance(jwks, str) else jwks
+        if not isinstance(data, Mapping):
+            msg = "a JWKS is a JSON object with a 'keys' array"
+            raise _config_error(msg, "jwks_invalid")
+        unknown = set(data) - _JWKS_MEMBERS
+        if unknown:
+            msg = "the JWKS has members other than 'keys' and 'active'"
+            raise _config_error(msg, "jwks_invalid")
+        keys = data.get("keys")
+        if not isinstance(keys, list | tuple):
+            msg = "a JWKS is a JSON object with a 'keys' array"
+            raise _config_error(msg, "jwks_invalid")
+        entries = tuple(_entry_from_jwk(jwk) for jwk in keys)
+        active = data.get("active")
+        if active is None:
+            current = [e.kid for e in entries if e.retire_at is None]
+            if len(current) != 1:
+                msg = "name the signing key with a top-level 'active' member"
+                raise _config_error(msg, "empty_keyring" if not entries else "no_active_key")
+            active = current[0]
+        if not isinstance(active, str):
+            msg = "'active' must be the kid of the signing key"
+            raise _config_error(msg, "no_active_key")
+        return cls(entries=entries, active=active)
+
+    # -- views -------------------------------------------------------------------------------
+
+    @property
+    def kids(self) -> tuple[str, ...]:
+        """Every key id in the ring, the active one first."""
+        return (self.active, *(e.kid for e in self._entries if e.kid != self.active))
+
+    @property
+    def algorithms(self) -> frozenset[str]:
+        """The algorithms the ring's keys are used with (the verifier's allow-list)."""
+        return frozenset(e.alg for e in self._entries)
+
+    @property
+    def active_algorithm(self) -> str:
+        """The algorithm of the signing key."""
+        return self._index[self.active].alg
+
+    @property
+    def can_sign(self) -> bool:
+        """Whether the ring holds the private half of its active key."""
+        return self._index[self.active].private
+
+    def signing_key(self) -> tuple[str, JoseKey, str]:
+        """The active key: ``(kid, key, alg)``.
+
+        Raises:
+            ConfigurationError: ``key_cannot_sign`` for a verify-only ring.
+        """
+        entry = self._index[self.active]
+        if not entry.private:
+            msg = "this key ring is verify-only; it holds no private signing key"
+            raise _config_error(msg, "key_cannot_sign")
+        return entry.kid, entry.key, entry.alg
+
+    def key_for(self, kid: str, *, now: float) -> tuple[JoseKey, str]:
+        """The key that verifies tokens carrying ``kid`` at time ``now``.
+
+        Args:
+            kid: The token header's ``kid``.
+            now: Seconds since the epoch.
+
+        Returns:
+            ``(key, alg)``: the key object and the one algorithm it is used with.
+
+        Raises:
+            InvalidToken: ``token_key_unknown`` or ``token_key_retired``.
+        """
+        entry = self._index.get(kid)
+        if entry is None:
+            msg = "the token names a key this service does not have"
+            raise InvalidToken(msg, code="token_key_unknown")
+        if entry.retire_ts is not None and now >= entry.retire_ts:
+            msg = "the token's key has been retired"
+            raise InvalidToken(msg, code="token_key_retired")
+        return entry.key, entry.alg
+
+    def retirement(self, kid: str) -> datetime | None:
+        """When ``kid`` stops verifying, or ``None`` for the active key.
+
+        Raises:
+            KeyError: if the ring has no such key.
+        """
+        return self._index[kid].retire_at
+
+    # -- derivation --------------------------------------------------------------------------
+
+    def rotate(
+        self,
+        new: KeyRing | None = None,
+        *,
+        alg: str | None = None,
+        grace: timedelta,
+        now: datetime | None = None,
+    ) -> KeyRing:
+        """A new ring whose signing key is fresh; the old one verifies until ``now + grace``.
+
+        Keys already past their deadline are dropped; keys still in their grace period keep
+        their deadline.
+
+        Args:
+            new: The ring whose keys to add and whose active key signs from now on; a key is
+                generated when omitted.
+            alg: The algorithm of the generated key (the current one's by default).
+            grace: How long the previous signing key keeps verifying. Use at least the token
+                lifetime plus leeway so tokens minted just before the rotation stay valid.
+            now: The current time (aware); the wall clock by default.
+
+        Raises:
+            ConfigurationError: ``duplicate_kid``, ``alg_not_allowed``, ``grace_invalid`` or
+                ``naive_datetime``.
+        """
+        if not isinstance(grace, timedelta) or grace < timedelta(0):
+            msg = "grace must be a non-negative timedelta"
+            raise _config_error(msg, "grace_invalid")
+        moment = datetime.now(UTC) if now is None else _aware(now, "now")
+        if new is None:
+            new = KeyRing.generate(self.active_algorithm if alg is None else alg)
+        elif alg is not None and new.active_algorithm != alg:
+            msg = "the new ring's signing key does not use the requested algorithm"
+            raise _config_error(msg, "key_alg_mismatch")
+        deadline = moment + grace
+        kept = tuple(
+            e.with_retirement(deadline) if e.kid == self.active else e
+            for e in self._entries
+            if e.kid == self.active or e.retire_at is None or e.retire_at > moment
+        )
+        ring = KeyRing(entries=(*new._entries, *kept), active=new.active)  # noqa: SLF001
+        logger.info(
+            "rotated signing key to kid %s; kid %s verifies until %s",
+            ring.active,
+            self.active,
+            deadline.isoformat(),
+        )
+        return ring
+
+    def verify_only(self) -> KeyRing:
+        """The same ring with public keys only: it verifies but cannot sign.
+
+        Raises:
+            ConfigurationError: ``key_no_public_half`` for symmetric (HS256, dir) keys.
+        """
+        entries = []
+        for e in self._entries:
+            if e.alg in {"HS256", "dir"}:
+                msg = "symmetric keys have no public half; a verify-only ring needs EdDSA or ES256"
+                raise _config_error(msg, "key_no_public_half")
+            public = type(e.key).import_key(e.key.as_dict(private=False))
+            entries.append(_Entry(kid=e.kid, alg=e.alg, key=public, retire_at=e.retire_at))
+        return KeyRing(entries=tuple(entries), active=self.active)
+
+    def to_jwks(self, *, private: bool = True) -> dict[str, Any]:
+        """Export the ring as a JWKS (see the class docs for the format).
+
+        Args:
+            private: Include private key material. ``False`` exports the public halves,
+                which is refused for symmetric keys.
+
+        Raises:
+            ConfigurationError: ``key_no_public_half`` when ``private=False`` and the ring
+                holds symmetric keys.
+        """
+        keys = []
+        for e in self._entries:
+            if not private and e.alg in {"HS256", "dir"}:
+                msg = "symmetric keys have no public half to export"
+                raise _config_error(msg, "key_no_public_half")
+            jwk: dict[str, Any] = dict(e.key.as_dict(private=private and e.private))
+            jwk.update(kid=e.kid, alg=e.alg, use=_USE[e.alg])
+            if e.retire_at is not None:
+                seconds = e.retire_at.timestamp()
+                jwk["retire_at"] = int(seconds) if seconds.is_integer() else seconds
+            keys.append(jwk)
+        return {"active": self.active, "keys": keys}
+
+    def __repr__(self) -> str:
+        described = ", ".join(e.describe() for e in self._entries)
+        return f"KeyRing(active={self.active!r}, keys=[{described}])"

@@ -1,0 +1,257 @@
+"""Strict token verification: the signer's checks, then claims, time, issuer, audience, jti.
+
+:func:`verify_token` runs the whole DESIGN order for any :class:`~pausetoken.Signer`: the
+signer checks everything up to the signature and the payload's JSON shape; the claim checks
+here are the same for every signer.
+"""
+
+from __future__ import annotations
+
+import hmac
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from pausetoken._claims import CLAIMS_VERSION, HASH_PATTERN, JTI_PATTERN, Claims
+from pausetoken._jose import (
+    DEFAULT_MAX_TOKEN_BYTES,
+    b64decode_segment,
+    parse_header,
+    parse_payload,
+    split_token,
+)
+from pausetoken.exceptions import InvalidToken, TokenExpired
+
+if TYPE_CHECKING:
+    from pausetoken._signer import Signer
+
+__all__ = ["MAX_CLAIM_LENGTH", "TokenPolicy", "decode_unverified", "verify_token"]
+
+#: Longest string accepted in any claim.
+MAX_CLAIM_LENGTH: Final = 512
+# Times are seconds since the epoch; anything beyond 2**53 is not an exact JSON number.
+_MAX_TIME: Final = 2**53 - 1
+
+# Claims that must be non-empty strings, in the order they are checked.
+_STRINGS: Final = (
+    "iss",
+    "aud",
+    "jti",
+    "name",
+    "interrupt_id",
+    "run_id",
+    "thread_id",
+    "checkpoint_id",
+)
+_HASHES: Final = ("scope_hash", "request_hash")
+_TIMES: Final = ("iat", "exp")
+_REQUIRED: Final = frozenset((*_STRINGS, *_HASHES, *_TIMES, "session_id", "ver"))
+# session_id may be empty (a run without a session); tool_call_id and sub are optional.
+_OPTIONAL_STRINGS: Final = ("tool_call_id", "sub")
+_KNOWN: Final = _REQUIRED | {*_OPTIONAL_STRINGS, "nbf"}
+_JWS_SEGMENTS: Final = 3
+_JWE_SEGMENTS: Final = 5
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: timedelta) -> None:
+    if value <= timedelta(0):
+        msg = f"{attribute.name} must be positive"
+        raise ValueError(msg)
+
+
+def _not_negative(_instance: object, attribute: attrs.Attribute[Any], value: timedelta) -> None:
+    if value < timedelta(0):
+        msg = f"{attribute.name} must not be negative"
+        raise ValueError(msg)
+
+
+def _bounded_text(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not value or len(value) > MAX_CLAIM_LENGTH:
+        msg = f"{attribute.name} must be 1 to {MAX_CLAIM_LENGTH} characters"
+        raise ValueError(msg)
+
+
+@attrs.frozen
+class TokenPolicy:
+    """What :func:`verify_token` accepts besides a valid signature.
+
+    Attributes:
+        issuer: The required ``iss``.
+        audience: The required ``aud``.
+        leeway: Clock skew tolerated on ``exp``, ``nbf`` and ``iat``.
+        max_lifetime: Longest ``exp - iat`` accepted.
+        max_token_bytes: Tokens longer than this are refused before parsing.
+
+    Raises:
+        ValueError: an empty or overlong issuer or audience, a non-positive lifetime, a
+            negative leeway or a token size outside 256 to 65536 bytes.
+    """
+
+    issuer: str = attrs.field(
+        default="pausetoken", validator=[attrs.validators.instance_of(str), _bounded_text]
+    )
+    audience: str = attrs.field(
+        default="pausetoken", validator=[attrs.validators.instance_of(str), _bounded_text]
+    )
+    leeway: timedelta = attrs.field(
+        default=timedelta(seconds=30),
+        validator=[attrs.validators.instance_of(timedelta), _not_negative],
+    )
+    max_lifetime: timedelta = attrs.field(
+        default=timedelta(days=7),
+        validator=[attrs.validators.instance_of(timedelta), _positive],
+    )
+    max_token_bytes: int = attrs.field(
+        default=DEFAULT_MAX_TOKEN_BYTES,
+        validator=[
+            attrs.validators.instance_of(int),
+            attrs.validators.ge(256),
+            attrs.validators.le(65536),
+        ],
+    )
+
+
+def _invalid(claim: str, why: str) -> InvalidToken:
+    return InvalidToken(f"claim '{claim}' {why}", code="token_claims_invalid")
+
+
+def _check_names(claims: dict[str, Any]) -> None:
+    unknown = claims.keys() - _KNOWN
+    if unknown:
+        names = ", ".join(sorted(repr(name[:32]) for name in unknown)[:5])
+        msg = f"the token carries unknown claims: {names}"
+        raise InvalidToken(msg, code="token_claims_invalid")
+    missing = _REQUIRED - claims.keys()
+    if missing:
+        raise _invalid(min(missing), "is missing")
+
+
+def _check_claims(claims: dict[str, Any]) -> None:
+    _check_names(claims)
+    for name in _STRINGS:
+        value = claims[name]
+        if type(value) is not str or not 0 < len(value) <= MAX_CLAIM_LENGTH:
+            raise _invalid(name, f"must be a string of 1 to {MAX_CLAIM_LENGTH} characters")
+    session = claims["session_id"]
+    if type(session) is not str or len(session) > MAX_CLAIM_LENGTH:
+        raise _invalid("session_id", f"must be a string of at most {MAX_CLAIM_LENGTH} characters")
+    for name in _OPTIONAL_STRINGS:
+        value = claims.get(name)
+        if value is not None and (type(value) is not str or not 0 < len(value) <= MAX_CLAIM_LENGTH):
+            raise _invalid(name, f"must be a string of 1 to {MAX_CLAIM_LENGTH} characters")
+    for name in _HASHES:
+        value = claims[name]
+        if type(value) is not str or HASH_PATTERN.match(value) is None:
+            raise _invalid(name, "must be a lowercase sha256 hex digest")
+    _check_integers(claims)
+
+
+def _check_integers(claims: dict[str, Any]) -> None:
+    for name in (*_TIMES, "nbf"):
+        value = claims.get(name)
+        if value is None and name == "nbf":
+            continue
+        # type() rather than isinstance(): a JSON true is a bool, and bool is an int.
+        if type(value) is not int or not 0 <= value <= _MAX_TIME:
+            raise _invalid(name, "must be an integer number of seconds since the epoch")
+    if type(claims["ver"]) is not int or claims["ver"] != CLAIMS_VERSION:
+        raise _invalid("ver", f"must be {CLAIMS_VERSION}")
+
+
+def _check_time(claims: dict[str, Any], policy: TokenPolicy, now: float) -> None:
+    leeway = policy.leeway.total_seconds()
+    iat, exp = claims["iat"], claims["exp"]
+    if exp + leeway <= now:
+        raise TokenExpired
+    if exp <= iat:
+        raise _invalid("exp", "must be after 'iat'")
+    if exp - iat > policy.max_lifetime.total_seconds():
+        msg = "the token's lifetime ('exp' - 'iat') is longer than allowed"
+        raise InvalidToken(msg, code="token_lifetime_too_long")
+    if iat > now + leeway:
+        msg = "the token was issued in the future ('iat')"
+        raise InvalidToken(msg, code="token_not_yet_valid")
+    nbf = claims.get("nbf")
+    if nbf is not None and nbf > now + leeway:
+        msg = "the token is not valid yet ('nbf')"
+        raise InvalidToken(msg, code="token_not_yet_valid")
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8"))
+
+
+def verify_token(token: object, *, signer: Signer, policy: TokenPolicy, now: float) -> Claims:
+    """Verify ``token`` completely and return its claims.
+
+    Order: type and size, then ``signer.verify`` (shape, header, algorithm, header
+    whitelist, ``typ``, ``kid``, retirement, signature, payload JSON), then required claims
+    and their exact types, then time (``exp``, lifetime, ``iat``, ``nbf``, with leeway),
+    then ``iss`` and ``aud``, then the ``jti`` format.
+
+    Args:
+        token: The compact token as received.
+        signer: The signer that minted it.
+        policy: Issuer, audience, leeway, lifetime and size limits.
+        now: Seconds since the epoch.
+
+    Returns:
+        The verified :class:`~pausetoken.Claims`.
+
+    Raises:
+        InvalidToken: with a stable ``code``: the signer's codes, ``token_claims_invalid``
+            (the detail names the claim, never its value), ``token_lifetime_too_long``,
+            ``token_not_yet_valid``, ``token_issuer_invalid``, ``token_audience_invalid``.
+        TokenExpired: ``exp`` plus leeway is not after ``now``.
+    """
+    if not isinstance(token, str):
+        msg = "a token must be a string"
+        raise InvalidToken(msg, code="token_malformed")
+    if len(token) > policy.max_token_bytes:
+        msg = f"the token is longer than {policy.max_token_bytes} bytes"
+        raise InvalidToken(msg, code="token_too_large")
+    claims = signer.verify(token, now=now)
+    if type(claims) is not dict:
+        msg = "the signer returned no claim set"
+        raise InvalidToken(msg, code="token_payload_invalid")
+    _check_claims(claims)
+    _check_time(claims, policy, now)
+    if not _same(claims["iss"], policy.issuer):
+        msg = "the token was issued by another issuer"
+        raise InvalidToken(msg, code="token_issuer_invalid")
+    if not _same(claims["aud"], policy.audience):
+        msg = "the token is meant for another audience"
+        raise InvalidToken(msg, code="token_audience_invalid")
+    if JTI_PATTERN.match(claims["jti"]) is None:
+        raise _invalid("jti", "must be 22 to 64 base64url characters")
+    return Claims(**claims)
+
+
+def decode_unverified(
+    token: str, *, max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Decode a token's header and claims WITHOUT checking its signature or its claims.
+
+    For display only (``pausetoken inspect``): nothing returned here may be trusted. The
+    parsing is as strict as verification (size, canonical base64url, UTF-8 JSON objects
+    without duplicate members or NaN, bounded nesting), but no key is consulted.
+
+    Args:
+        token: A signed (three segments) or sealed (five segments) compact token.
+        max_token_bytes: Size limit checked first.
+
+    Returns:
+        ``(header, claims)``; ``claims`` is ``None`` for a sealed token, whose claims cannot
+        be read without its key.
+
+    Raises:
+        InvalidToken: ``token_too_large``, ``token_malformed``, ``token_header_invalid`` or
+            ``token_payload_invalid``.
+    """
+    if isinstance(token, str) and token.count(".") == _JWE_SEGMENTS - 1:
+        parts = split_token(token, max_token_bytes=max_token_bytes, segments=_JWE_SEGMENTS)
+        return parse_header(parts[0]), None
+    parts = split_token(token, max_token_bytes=max_token_bytes, segments=_JWS_SEGMENTS)
+    header = parse_header(parts[0])
+    return header, parse_payload(b64decode_segment(parts[1]))
