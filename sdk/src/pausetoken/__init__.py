@@ -10,6 +10,8 @@ from pausetoken._checkpoints import CheckpointReader, PendingInterrupt
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
 from pausetoken._hashing import canonical_json, hash_payload, hash_scope
 from pausetoken._interrupt import Interrupt
+from pausetoken._jose import JoseSigner, SealedSigner
+from pausetoken._keys import KeyRing
 from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
 from pausetoken._registry import (
     BackendInfo,
@@ -28,6 +30,7 @@ from pausetoken._store import (
     TokenState,
     TokenStore,
 )
+from pausetoken._verify import TokenPolicy, decode_unverified, verify_token
 
 __all__ = [
     "BackendInfo",
@@ -38,21 +41,27 @@ __all__ = [
     "Claims",
     "Interrupt",
     "InterruptEvent",
+    "JoseSigner",
+    "KeyRing",
     "MemoryStore",
     "MemoryStoreWarning",
     "PendingInterrupt",
     "Redemption",
     "Scope",
+    "SealedSigner",
     "Signer",
+    "TokenPolicy",
     "TokenRecord",
     "TokenState",
     "TokenStore",
     "available_backends",
     "canonical_json",
+    "decode_unverified",
     "hash_payload",
     "hash_scope",
     "open_store",
     "redact_url",
     "register_store",
     "reset_registry",
+    "verify_token",
 ]
