@@ -1,0 +1,213 @@
+"""Canonical hashing: RFC 8785 bytes, stable across types, key order and processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+from typing import Any
+
+import attrs
+import pydantic
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pausetoken import Scope, canonical_json, hash_payload, hash_scope
+from pausetoken.exceptions import UnsupportedPayload
+
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=8), st.randoms())
+def test_hash_does_not_depend_on_key_order(payload: dict[str, Any], random: Any) -> None:
+    items = list(payload.items())
+    random.shuffle(items)
+    assert hash_payload(dict(items)) == hash_payload(payload)
+
+
+@attrs.frozen
+class AttrsRefund:
+    amount_cents: int
+    reason: str
+    tags: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataclassRefund:
+    amount_cents: int
+    reason: str
+    tags: list[str]
+
+
+class PydanticRefund(pydantic.BaseModel):
+    amount_cents: int
+    reason: str
+    tags: list[str]
+
+
+@given(
+    st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1),
+    st.text(),
+    st.lists(st.text(max_size=5), max_size=4),
+)
+def test_equal_content_hashes_equal_whatever_its_type(
+    amount: int, reason: str, tags: list[str]
+) -> None:
+    as_dict = {"tags": tags, "reason": reason, "amount_cents": amount}
+    expected = hash_payload(as_dict)
+    assert hash_payload(AttrsRefund(amount, reason, tags)) == expected
+    assert hash_payload(DataclassRefund(amount, reason, tags)) == expected
+    assert hash_payload(PydanticRefund(amount_cents=amount, reason=reason, tags=tags)) == expected
+    assert hash_payload({**as_dict, "tags": tuple(tags)}) == expected
+
+
+def test_hash_is_the_same_in_another_process_with_another_hash_seed() -> None:
+    payload = {"b": [1, 2.5, "x", None, True], "a": {"z": "€", "y": -0.0}, "c": 10**15}
+    code = (
+        "import json, sys; from pausetoken import hash_payload; "
+        "print(hash_payload(json.loads(sys.argv[1])))"
+    )
+    seen = set()
+    for seed in ("1", "2", "12345"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(payload)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        seen.add(out.stdout.strip())
+    assert seen == {hash_payload(payload)}
+
+
+def test_rfc8785_published_number_and_string_example() -> None:
+    # RFC 8785 section 3.2.2
+    value = {
+        "numbers": [333333333.33333329, 1e30, 4.50, 2e-3, 0.000000000000000000000000001],
+        "string": "\u20ac$\u000f\u000aA'\u0042\u0022\u005c\\\"/",
+        "literals": [None, True, False],
+    }
+    expected = (
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+        '"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    ).encode()
+    assert canonical_json(value) == expected
+    assert hash_payload(value) == hashlib.sha256(expected).hexdigest()
+
+
+def test_rfc8785_published_key_sorting_example() -> None:
+    # RFC 8785 section 3.2.3: keys sort by UTF-16 code units, not code points.
+    value = {
+        "\u20ac": "Euro Sign",
+        "\r": "Carriage Return",
+        "\ufb33": "Hebrew Letter Dalet With Dagesh",
+        "1": "One",
+        "\U0001f600": "Emoji: Grinning Face",
+        "\u0080": "Control",
+        "\u00f6": "Latin Small Letter O With Diaeresis",
+    }
+    order = [json.loads(f"[{part}]")[0] for part in _keys_in_order(canonical_json(value))]
+    assert order == ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+
+
+def _keys_in_order(encoded: bytes) -> list[str]:
+    decoded = json.loads(encoded, object_pairs_hook=lambda pairs: [k for k, _ in pairs])
+    return [json.dumps(key) for key in decoded]
+
+
+def test_negative_zero_and_integral_floats_hash_like_json_numbers() -> None:
+    assert hash_payload({"x": -0.0}) == hash_payload({"x": 0})
+    assert hash_payload([1.0, 2]) == hash_payload([1, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (math.nan, "NaN"),
+        (math.inf, "NaN and infinities"),
+        ({"x": -math.inf}, "NaN and infinities"),
+        (b"raw", "bytes"),
+        ({"x": bytearray(b"raw")}, "bytes"),
+        ({1, 2}, "sets"),
+        ({"x": frozenset()}, "sets"),
+        (2**53, "integers beyond"),
+        ([-(2**53)], "integers beyond"),
+        ({1: "x"}, "keys must be strings"),
+        (object(), "not supported"),
+    ],
+)
+def test_values_json_cannot_carry_exactly_are_refused(payload: Any, why: str) -> None:
+    with pytest.raises(UnsupportedPayload, match=why) as caught:
+        hash_payload(payload)
+    assert caught.value.code == "unsupported_payload"
+    assert isinstance(caught.value, ValueError)
+
+
+def test_refusal_names_the_path_but_not_the_value() -> None:
+    with pytest.raises(UnsupportedPayload) as caught:
+        hash_payload({"card": {"secret": b"4111 1111"}})
+    assert "$.card.secret" in caught.value.detail
+    assert "4111" not in str(caught.value)
+
+
+def test_deep_nesting_is_refused_not_recursed_into() -> None:
+    payload: Any = "leaf"
+    for _ in range(5000):
+        payload = [payload]
+    with pytest.raises(UnsupportedPayload, match="nested deeper"):
+        hash_payload(payload)
+
+
+def test_largest_safe_integers_are_accepted() -> None:
+    assert hash_payload(2**53 - 1) != hash_payload(-(2**53 - 1))
+
+
+scope_text = st.text(alphabet=st.sampled_from("ab:_|\x00 "), max_size=6)
+scopes = st.builds(
+    Scope,
+    tenant_id=scope_text.filter(bool),
+    sub_tenant_id=st.none() | scope_text,
+    namespace=st.none() | scope_text,
+)
+
+
+@given(scopes, scopes)
+def test_distinct_scopes_never_share_a_hash(one: Scope, other: Scope) -> None:
+    assert (hash_scope(one) == hash_scope(other)) == (one == other)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (Scope("a:b", "c"), Scope("a", "b:c")),
+        (Scope("a_b"), Scope("a", "b")),
+        (Scope("a", None), Scope("a", "")),
+        (Scope("a", namespace="x"), Scope("a", sub_tenant_id="x")),
+    ],
+)
+def test_delimiter_lookalike_scopes_hash_apart(one: Scope, other: Scope) -> None:
+    assert hash_scope(one) != hash_scope(other)
+
+
+def test_scope_hash_is_a_full_sha256() -> None:
+    digest = hash_scope(Scope("acme"))
+    assert len(digest) == 64
+    assert int(digest, 16) >= 0
