@@ -21,6 +21,7 @@ from pausetoken._registry import (
     register_store,
     reset_registry,
 )
+from pausetoken._settings import Settings
 from pausetoken._signer import Signer
 from pausetoken._store import (
     ClaimOutcome,
@@ -49,6 +50,7 @@ __all__ = [
     "Redemption",
     "Scope",
     "SealedSigner",
+    "Settings",
     "Signer",
     "TokenPolicy",
     "TokenRecord",

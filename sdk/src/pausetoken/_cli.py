@@ -1,0 +1,387 @@
+"""The ``pausetoken`` command line.
+
+Each subcommand is one function that takes the parsed arguments and returns an exit status,
+plus one function that declares its arguments; :data:`COMMANDS` registers them all in one
+place. Exit statuses: 0 success, 1 a token was refused, 2 a usage or configuration error.
+
+rich (the ``[cli]`` extra) is imported only by the subcommands that draw tables, so
+``pausetoken keygen`` works without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from pausetoken._keys import KeyRing
+from pausetoken._registry import available_backends, load_signer
+from pausetoken._settings import ENV_PREFIX, Settings, _read_keys_file
+from pausetoken._verify import TokenPolicy, decode_unverified, verify_token
+from pausetoken.exceptions import ConfigurationError, PauseTokenError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from rich.console import Console
+
+__all__ = ["COMMANDS", "Command", "main"]
+
+EXIT_OK: Final = 0
+EXIT_REFUSED: Final = 1
+EXIT_USAGE: Final = 2
+
+#: Longest token read from standard input; real tokens are a few KiB.
+MAX_STDIN_BYTES: Final = 1 << 20
+#: Longest value shown in a table cell; longer values are cut with an ellipsis.
+MAX_CELL: Final = 160
+
+_SHAPE_CODES: Final = frozenset(
+    {"token_malformed", "token_too_large", "token_header_invalid", "token_payload_invalid"}
+)
+_RICH_MISSING: Final = 'this command draws tables with rich: pip install "pausetoken[cli]"'
+_HINTS: Final = {
+    "settings": "check the PAUSETOKEN_* variables or the options given; see `pausetoken --help`",
+    "backend": "`pausetoken backends` lists what is installed",
+    "token": "the token was not issued with these keys and settings, or it was altered",
+    "shape": "this is not a whole pausetoken token; check that it was copied completely",
+    "time": "the token can no longer be used; mint a new one",
+}
+
+
+@attrs.frozen
+class Command:
+    """One ``pausetoken`` subcommand.
+
+    Attributes:
+        name: What the user types (``"keygen"``).
+        help: One line for ``pausetoken --help``.
+        arguments: Declares the subcommand's arguments on its parser (it may add nested
+            subcommands of its own).
+        run: Does the work; returns the exit status.
+    """
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def _console(*, stderr: bool = False) -> Console:
+    try:
+        from rich.console import Console  # noqa: PLC0415 - rich is an optional extra
+    except ImportError as exc:
+        raise ConfigurationError(_RICH_MISSING, code="cli_rich_missing") from exc
+    # Bound at call time so redirected streams (and tests capturing them) are honoured.
+    return Console(file=sys.stderr if stderr else sys.stdout, highlight=False)
+
+
+def _say(text: str) -> None:
+    """Write a hint for humans to standard error (standard output stays machine-readable)."""
+    sys.stderr.write(text + "\n")
+
+
+def _cell(value: object) -> str:
+    """Render a header or claim value safely: no markup, no control characters."""
+    if value is None:
+        return "-"
+    if isinstance(value, str) and value.isprintable():
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def _hint(error: PauseTokenError) -> str:
+    from pausetoken.exceptions import (  # noqa: PLC0415 - keeps the top-level import short
+        AmbiguousBackend,
+        BackendNotInstalled,
+        TokenExpired,
+        TokenRevoked,
+        UnknownBackend,
+    )
+
+    if isinstance(error, BackendNotInstalled | UnknownBackend | AmbiguousBackend):
+        return _HINTS["backend"]
+    if isinstance(error, ConfigurationError):
+        return _HINTS["settings"]
+    if isinstance(error, TokenExpired | TokenRevoked):
+        return _HINTS["time"]
+    if error.code in _SHAPE_CODES:
+        return _HINTS["shape"]
+    return _HINTS["token"]
+
+
+# -- keygen ---------------------------------------------------------------------------------
+
+
+def _keygen_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--alg",
+        choices=("HS256", "EdDSA", "ES256", "dir"),
+        default="HS256",
+        help="HS256 (shared secret, the default), EdDSA or ES256 (key pairs), "
+        "dir (a 256-bit key for sealed tokens)",
+    )
+    parser.add_argument("--kid", help="key id (default: a random one)")
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    keys = KeyRing.generate(args.alg, kid=args.kid)
+    sys.stdout.write(json.dumps(keys.to_jwks(private=True), indent=2) + "\n")
+    _say(
+        "pausetoken: this key set is secret. Save it to a file readable only by the service "
+        "and set PAUSETOKEN_KEYS_FILE to its path."
+    )
+    return EXIT_OK
+
+
+# -- inspect --------------------------------------------------------------------------------
+
+
+def _inspect_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("token", metavar="TOKEN", help="the token, or - to read standard input")
+    parser.add_argument(
+        "--verify", action="store_true", help="check signature and claims with the key set"
+    )
+    parser.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="JWKS file to verify with (default: PAUSETOKEN_KEYS_FILE or PAUSETOKEN_KEYS)",
+    )
+    parser.add_argument(
+        "--signer",
+        metavar="NAME",
+        help="signer plugin to verify with (default: 'sealed' for sealed tokens, else 'jose')",
+    )
+    defaults = attrs.fields(Settings)
+    parser.add_argument(
+        "--issuer",
+        help=f"required iss (default: PAUSETOKEN_ISSUER or {defaults.issuer.default!r})",
+    )
+    parser.add_argument(
+        "--audience",
+        help=f"required aud (default: PAUSETOKEN_AUDIENCE or {defaults.audience.default!r})",
+    )
+
+
+def _read_token(argument: str) -> str:
+    raw = sys.stdin.read(MAX_STDIN_BYTES + 1) if argument == "-" else argument
+    token = raw.strip()
+    if not token:
+        raise ConfigurationError("no token given", code="cli_usage")
+    return token
+
+
+def _verification_keys(path: str | None, environ: Mapping[str, str]) -> KeyRing:
+    if path is not None:
+        return KeyRing.from_jwks(_read_keys_file(path, None, "--keys"))
+    if environ.get(f"{ENV_PREFIX}KEYS_FILE"):
+        path = environ[f"{ENV_PREFIX}KEYS_FILE"]
+        return KeyRing.from_jwks(_read_keys_file(path, None, f"{ENV_PREFIX}KEYS_FILE"))
+    if environ.get(f"{ENV_PREFIX}KEYS"):
+        return KeyRing.from_jwks(environ[f"{ENV_PREFIX}KEYS"])
+    msg = (
+        f"--verify needs the key set: pass --keys FILE or set {ENV_PREFIX}KEYS_FILE "
+        f"(create one with `pausetoken keygen`)"
+    )
+    raise ConfigurationError(msg, code="settings_missing")
+
+
+def _policy(issuer: str | None, audience: str | None) -> TokenPolicy:
+    policy = TokenPolicy()
+    try:
+        if issuer:
+            policy = attrs.evolve(policy, issuer=issuer)
+        if audience:
+            policy = attrs.evolve(policy, audience=audience)
+    except ValueError as exc:
+        msg = "--issuer and --audience must be 1 to 512 characters"
+        raise ConfigurationError(msg, code="cli_usage") from exc
+    return policy
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    token = _read_token(args.token)
+    console = _console()
+    header, claims = decode_unverified(token)
+    status = "UNVERIFIED"
+    if args.verify:
+        environ = os.environ
+        policy = _policy(
+            args.issuer or environ.get(f"{ENV_PREFIX}ISSUER"),
+            args.audience or environ.get(f"{ENV_PREFIX}AUDIENCE"),
+        )
+        keys = _verification_keys(args.keys, environ)
+        name = args.signer or ("sealed" if "enc" in header else "jose")
+        signer = load_signer(name).from_keys(keys)
+        verified = verify_token(token, signer=signer, policy=policy, now=time.time())
+        claims = verified.to_dict()
+        status = "VERIFIED"
+    _render_token(console, header, claims, status)
+    return EXIT_OK
+
+
+def _render_token(
+    console: Console, header: Mapping[str, Any], claims: Mapping[str, Any] | None, status: str
+) -> None:
+    from rich.table import Table  # noqa: PLC0415 - rich is an optional extra
+    from rich.text import Text  # noqa: PLC0415
+
+    style = "bold green" if status == "VERIFIED" else "bold yellow"
+    console.print(Text(status, style=style))
+    if status != "VERIFIED":
+        console.print(Text("Nothing below is trusted: the signature and claims were not checked."))
+    table = Table(title="header", show_header=True)
+    table.add_column("field", overflow="fold")
+    table.add_column("value", overflow="fold")
+    for name, value in header.items():
+        table.add_row(Text(_cell(name)), Text(_cell(value)))
+    console.print(table)
+    if claims is None:
+        console.print(Text("claims: sealed (encrypted); use --verify with the key set"))
+        return
+    table = Table(title="claims", show_header=True)
+    table.add_column("claim", overflow="fold")
+    table.add_column("value", overflow="fold")
+    for name, value in claims.items():
+        shown = _cell(value)
+        if name in {"iat", "exp", "nbf"} and isinstance(value, int) and not isinstance(value, bool):
+            try:
+                shown += f"  ({datetime.fromtimestamp(value, tz=UTC).isoformat()})"
+            except (OverflowError, OSError, ValueError):
+                shown += "  (out of range)"
+        table.add_row(Text(_cell(name)), Text(shown))
+    console.print(table)
+
+
+# -- backends -------------------------------------------------------------------------------
+
+_KINDS: Final = ("stores", "signers", "checkpoints")
+
+
+def _backends_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser  # no options
+
+
+def _backends(args: argparse.Namespace) -> int:
+    del args
+    from rich.table import Table  # noqa: PLC0415 - rich is an optional extra
+    from rich.text import Text  # noqa: PLC0415
+
+    console = _console()
+    table = Table(title="pausetoken backends")
+    for column in ("kind", "name", "target", "distribution", "version", "imports"):
+        table.add_column(column, overflow="fold")
+    for kind in _KINDS:
+        for backend in available_backends(kind):
+            try:
+                backend.load()
+            except ConfigurationError as exc:
+                imports = Text(f"no: {exc.code}", style="red")
+            else:
+                imports = Text("yes", style="green")
+            table.add_row(
+                kind,
+                Text(_cell(backend.name)),
+                Text(_cell(backend.target)),
+                Text(_cell(backend.distribution)),
+                Text(_cell(backend.version)),
+                imports,
+            )
+    console.print(table)
+    return EXIT_OK
+
+
+# -- registration and entry point -----------------------------------------------------------
+
+#: Every subcommand, in the order ``--help`` lists them.
+COMMANDS: Final[tuple[Command, ...]] = (
+    Command("keygen", "print a new key set (JWKS) on standard output", _keygen_arguments, _keygen),
+    Command(
+        "inspect",
+        "show a token's header and claims, optionally verified",
+        _inspect_arguments,
+        _inspect,
+    ),
+    Command(
+        "backends",
+        "list installed stores, signers and checkpoint readers",
+        _backends_arguments,
+        _backends,
+    ),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``pausetoken`` with every registered subcommand.
+
+    Returns:
+        The parser; the chosen command's :class:`Command` is in the ``command`` attribute.
+    """
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show tracebacks on errors",
+    )
+    parser = argparse.ArgumentParser(
+        prog="pausetoken",
+        description="Signed, single-use resume tokens for human-in-the-loop pauses.",
+        parents=[debug],
+    )
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        sub = subparsers.add_parser(
+            command.name, help=command.help, description=command.help, parents=[debug]
+        )
+        command.arguments(sub)
+        sub.set_defaults(command=command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``pausetoken`` command line.
+
+    Args:
+        argv: The arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0 success, 1 a token was refused, 2 a usage or configuration error.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help and on usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
+    command: Command = args.command
+    try:
+        return command.run(args)
+    except PauseTokenError as exc:
+        if debug:
+            traceback.print_exc()
+        _say(f"pausetoken {command.name}: error [{exc.code}] {exc.detail}")
+        _say(f"hint: {_hint(exc)}")
+        return EXIT_USAGE if isinstance(exc, ConfigurationError) else EXIT_REFUSED
+    except KeyboardInterrupt:
+        _say(f"pausetoken {command.name}: interrupted")
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        # The message of an unexpected error may quote its input; show only its type.
+        _say(f"pausetoken {command.name}: unexpected {type(exc).__name__}")
+        _say("hint: run again with --debug to see the traceback")
+        return EXIT_REFUSED
