@@ -12,6 +12,7 @@ from pausetoken._hashing import canonical_json, hash_payload, hash_scope
 from pausetoken._interrupt import Interrupt
 from pausetoken._jose import JoseSigner, SealedSigner
 from pausetoken._keys import KeyRing
+from pausetoken._memory_checkpoints import MemoryCheckpoints
 from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
 from pausetoken._registry import (
     BackendInfo,
@@ -21,6 +22,7 @@ from pausetoken._registry import (
     register_store,
     reset_registry,
 )
+from pausetoken._service import PauseTokens, TokenStatus
 from pausetoken._settings import Settings
 from pausetoken._signer import Signer
 from pausetoken._store import (
@@ -44,8 +46,10 @@ __all__ = [
     "InterruptEvent",
     "JoseSigner",
     "KeyRing",
+    "MemoryCheckpoints",
     "MemoryStore",
     "MemoryStoreWarning",
+    "PauseTokens",
     "PendingInterrupt",
     "Redemption",
     "Scope",
@@ -55,6 +59,7 @@ __all__ = [
     "TokenPolicy",
     "TokenRecord",
     "TokenState",
+    "TokenStatus",
     "TokenStore",
     "available_backends",
     "canonical_json",

@@ -54,6 +54,11 @@ logger = logging.getLogger("pausetoken.service")
 
 _T = TypeVar("_T")
 
+# What structuring user data into a registered type raises when the data does not fit
+# (pydantic's ValidationError is a ValueError; a scalar where a mapping belongs surfaces as
+# AttributeError or TypeError from cattrs' generated code).
+_STRUCTURE_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError)
+
 
 class TokenStatus(enum.Enum):
     """Where a token stands (see :meth:`PauseTokens.status`)."""
@@ -553,7 +558,7 @@ class PauseTokens:
     def _structure_payload(self, interrupt: Interrupt[Any, Any], payload: Any) -> Any:
         try:
             return self._structure(payload, interrupt.payload)
-        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+        except _STRUCTURE_ERRORS as exc:
             where = _first_error(exc)
             msg = f"payload does not fit the registered type of {interrupt.name!r}: {where}"
             raise UnsupportedPayload(msg, code="invalid_payload") from exc
@@ -561,14 +566,15 @@ class PauseTokens:
     def _structure_response(self, interrupt: Interrupt[Any, Any], response: Any) -> Any:
         try:
             return self._structure(response, interrupt.response)
-        except (cattrs.BaseValidationError, TypeError, ValueError, KeyError) as exc:
+        except _STRUCTURE_ERRORS as exc:
             where = _first_error(exc)
             field = where.rpartition(" @ ")[2] if " @ " in where else None
             msg = f"response does not fit the registered type: {where}"
             raise InvalidResponse(msg, field=field) from exc
 
     def _structure(self, value: Any, kind: Any) -> Any:
-        if (attrs.has(kind) or dataclasses.is_dataclass(kind)) and isinstance(value, kind):
+        is_record = isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
+        if is_record and isinstance(value, kind):
             # Round-trip instances so the same validation applies as to raw data.
             value = self.converter.unstructure(value)
         return self.converter.structure(value, kind)

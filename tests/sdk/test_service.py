@@ -1,0 +1,541 @@
+"""The PauseTokens service: minting, the redeem order, two phases, revocation, status."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from datetime import timedelta
+from typing import Any
+
+import attrs
+import pytest
+
+from pausetoken import (
+    Interrupt,
+    JoseSigner,
+    KeyRing,
+    MemoryCheckpoints,
+    MemoryStore,
+    MemoryStoreWarning,
+    PauseTokens,
+    PendingInterrupt,
+    Scope,
+    TokenState,
+    TokenStatus,
+)
+from pausetoken.exceptions import (
+    AlreadyRedeemed,
+    CheckpointLost,
+    ConfigurationError,
+    InvalidResponse,
+    InvalidToken,
+    LeaseLost,
+    PayloadMismatch,
+    PrincipalMismatch,
+    RedemptionInProgress,
+    ScopeMismatch,
+    StaleToken,
+    StoreUnavailable,
+    TokenExpired,
+    TokenRevoked,
+    UnknownInterrupt,
+    UnsupportedPayload,
+)
+
+ACME = Scope("acme", namespace="billing")
+GLOBEX = Scope("globex", namespace="billing")
+T0 = 1_800_000_000.0
+
+
+@attrs.frozen
+class Refund:
+    order_id: str
+    amount_cents: int
+
+
+@attrs.frozen
+class Decision:
+    approved: bool
+    note: str = ""
+
+
+def needs_note_for_large_refunds(decision: Decision, refund: Refund) -> None:
+    if decision.approved and refund.amount_cents > 100_000 and not decision.note:
+        msg = "large refunds need a note"
+        raise InvalidResponse(msg, field="$.note")
+
+
+REFUND = Interrupt(
+    "refund", payload=Refund, response=Decision, validate=needs_note_for_large_refunds
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        return MemoryStore()
+
+
+@pytest.fixture
+def keys() -> KeyRing:
+    return KeyRing.generate()
+
+
+@pytest.fixture
+def checkpoints() -> MemoryCheckpoints:
+    return MemoryCheckpoints()
+
+
+def make_service(
+    keys: KeyRing, store: Any, checkpoints: Any, clock: Clock, **options: Any
+) -> PauseTokens:
+    service = PauseTokens(
+        signer=JoseSigner(keys),
+        store=store,
+        checkpoints=checkpoints,
+        clock=clock,
+        **options,
+    )
+    service.register(REFUND)
+    return service
+
+
+@pytest.fixture
+def tokens(
+    keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints, clock: Clock
+) -> PauseTokens:
+    return make_service(keys, store, checkpoints, clock)
+
+
+async def mint(tokens: PauseTokens, amount: int = 500, **options: Any) -> str:
+    event = await tokens.mint(
+        "refund",
+        {"order_id": "o-1", "amount_cents": amount},
+        scope=options.pop("scope", ACME),
+        thread_id=options.pop("thread_id", "thread-1"),
+        run_id="run-1",
+        **options,
+    )
+    return event.token
+
+
+# -- minting ------------------------------------------------------------------------------
+
+
+async def test_mint_binds_the_current_checkpoint_and_the_payload_hash(
+    tokens: PauseTokens, checkpoints: MemoryCheckpoints
+) -> None:
+    event = await tokens.mint(
+        "refund", Refund("o-1", 500), scope=ACME, thread_id="t", run_id="r", tool_call_id="call-9"
+    )
+    claims = tokens.verify(event.token)
+    assert claims.checkpoint_id == checkpoints.current("t") == event.checkpoint_id
+    assert claims.interrupt_id == event.interrupt_id
+    assert claims.tool_call_id == "call-9"
+    assert claims.exp - claims.iat == 24 * 3600
+    assert event.payload == Refund("o-1", 500)
+    assert event.token not in repr(event)
+    assert "o-1" not in repr(event)
+
+
+async def test_minting_an_unknown_interrupt_is_refused(tokens: PauseTokens) -> None:
+    with pytest.raises(UnknownInterrupt):
+        await tokens.mint("nope", {}, scope=ACME, thread_id="t", run_id="r")
+
+
+async def test_a_malformed_payload_gets_no_token_and_records_nothing(
+    tokens: PauseTokens, checkpoints: MemoryCheckpoints
+) -> None:
+    with pytest.raises(UnsupportedPayload) as caught:
+        await tokens.mint(
+            "refund",
+            {"order_id": "o-1", "amount_cents": "500"},
+            scope=ACME,
+            thread_id="t",
+            run_id="r",
+        )
+    assert caught.value.code == "invalid_payload"
+    assert checkpoints.current("t") is None
+
+
+async def test_a_ttl_beyond_the_maximum_lifetime_is_refused(tokens: PauseTokens) -> None:
+    with pytest.raises(ConfigurationError):
+        await mint(tokens, ttl=timedelta(days=30))
+
+
+# -- the happy path and idempotency ------------------------------------------------------
+
+
+async def test_consume_returns_typed_payload_and_response(
+    tokens: PauseTokens, clock: Clock
+) -> None:
+    token = await mint(tokens)
+    clock.advance(42)
+    done = await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert done.payload == Refund("o-1", 500)
+    assert done.response == Decision(approved=True)
+    assert done.replayed is False
+    assert done.time_to_answer == timedelta(seconds=42)
+    assert token not in repr(done)
+
+
+async def test_a_retry_with_the_same_answer_returns_the_first_result(
+    tokens: PauseTokens,
+) -> None:
+    token = await mint(tokens)
+    first = await tokens.consume(token, Decision(approved=True), scope=ACME)
+    again = await tokens.consume(token, {"approved": True, "note": ""}, scope=ACME)
+    assert again.replayed is True
+    assert again.response == first.response
+
+
+async def test_replay_with_a_different_answer_is_a_conflict(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    await tokens.consume(token, {"approved": True}, scope=ACME)
+    with pytest.raises(AlreadyRedeemed):
+        await tokens.consume(token, {"approved": False}, scope=ACME)
+
+
+async def test_after_the_run_moved_on_a_same_answer_retry_is_still_idempotent(
+    tokens: PauseTokens, checkpoints: MemoryCheckpoints
+) -> None:
+    token = await mint(tokens)
+    await tokens.consume(token, {"approved": True}, scope=ACME)
+    checkpoints.advance("thread-1")
+    again = await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert again.replayed is True
+    assert again.payload is None
+    with pytest.raises(AlreadyRedeemed):
+        await tokens.consume(token, {"approved": False}, scope=ACME)
+
+
+async def test_a_body_that_raises_releases_the_claim(
+    tokens: PauseTokens, store: MemoryStore
+) -> None:
+    token = await mint(tokens)
+    jti = tokens.verify(token).jti
+    with pytest.raises(RuntimeError, match="resume failed"):  # noqa: PT012 - the body is the point
+        async with tokens.redeem(token, {"approved": True}, scope=ACME):
+            assert (await store.status(jti)).state is TokenState.CLAIMED  # type: ignore[union-attr]
+            raise RuntimeError("resume failed")
+    assert await store.status(jti) is None
+    done = await tokens.consume(token, {"approved": False}, scope=ACME)
+    assert done.replayed is False
+
+
+async def test_fifty_concurrent_redeemers_run_the_body_exactly_once(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    ran: list[int] = []
+    refused: list[str] = []
+
+    async def redeemer(n: int) -> None:
+        try:
+            async with tokens.redeem(token, {"approved": True}, scope=ACME) as redemption:
+                if not redemption.replayed:
+                    await asyncio.sleep(0.01)  # hold the claim while the others arrive
+                    ran.append(n)
+        except RedemptionInProgress as exc:
+            refused.append(exc.code)
+
+    await asyncio.gather(*(redeemer(n) for n in range(50)))
+    assert len(ran) == 1
+    assert refused == ["redemption_in_progress"] * 49
+
+
+async def test_an_expired_lease_is_taken_over_and_the_late_commit_is_refused(
+    tokens: PauseTokens, clock: Clock
+) -> None:
+    token = await mint(tokens)
+    stuck = tokens.redeem(token, {"approved": True}, scope=ACME)
+    await stuck.__aenter__()
+    with pytest.raises(RedemptionInProgress) as caught:
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert caught.value.retry_after == pytest.approx(60)
+    clock.advance(61)
+    taken = await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert taken.replayed is False
+    with pytest.raises(LeaseLost):
+        await stuck.__aexit__(None, None, None)
+
+
+# -- one test per step of the redeem order; none of them burns the token -----------------
+
+
+async def assert_still_redeemable(tokens: PauseTokens, token: str) -> None:
+    done = await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert done.replayed is False
+
+
+async def test_a_tampered_token_is_refused(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    head, body, signature = token.split(".")
+    forged = f"{head}.{body}.{signature[:-2]}{'A' if signature[-2] != 'A' else 'B'}{signature[-1]}"
+    with pytest.raises(InvalidToken):
+        await tokens.consume(forged, {"approved": True}, scope=ACME)
+    await assert_still_redeemable(tokens, token)
+
+
+async def test_an_expired_token_is_refused(tokens: PauseTokens, clock: Clock) -> None:
+    token = await mint(tokens, ttl=timedelta(minutes=5))
+    clock.advance(5 * 60 + 31)
+    with pytest.raises(TokenExpired):
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+
+
+async def test_another_tenant_cannot_redeem(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    with pytest.raises(ScopeMismatch):
+        await tokens.consume(token, {"approved": True}, scope=GLOBEX)
+    with pytest.raises(ScopeMismatch):
+        await tokens.consume(token, {"approved": True}, scope=Scope("acme"))
+    await assert_still_redeemable(tokens, token)
+
+
+async def test_a_cross_scope_interrupt_accepts_another_scope(
+    tokens: PauseTokens,
+) -> None:
+    tokens.register(Interrupt("escalate", payload=dict, response=bool, cross_scope=True))
+    event = await tokens.mint("escalate", {"why": "x"}, scope=ACME, thread_id="t", run_id="r")
+    done = await tokens.consume(event.token, True, scope=GLOBEX)
+    assert done.response is True
+
+
+async def test_only_the_bound_principal_may_answer(tokens: PauseTokens) -> None:
+    token = await mint(tokens, principal="alice")
+    for someone in (None, "bob", "alice "):
+        with pytest.raises(PrincipalMismatch):
+            await tokens.consume(token, {"approved": True}, scope=ACME, principal=someone)
+    done = await tokens.consume(token, {"approved": True}, scope=ACME, principal="alice")
+    assert done.claims.sub == "alice"
+
+
+async def test_a_token_for_an_unregistered_interrupt_is_refused(
+    keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints, clock: Clock
+) -> None:
+    minting = make_service(keys, store, checkpoints, clock)
+    token = await mint(minting)
+    other = PauseTokens(signer=JoseSigner(keys), store=store, checkpoints=checkpoints, clock=clock)
+    with pytest.raises(UnknownInterrupt):
+        await other.consume(token, {"approved": True}, scope=ACME)
+    await assert_still_redeemable(minting, token)
+
+
+@pytest.mark.parametrize(
+    ("answer", "field"),
+    [
+        ({"approved": "no"}, "$.approved"),
+        ({"approved": 1}, "$.approved"),
+        ({}, "$.approved"),
+        ({"approved": True, "extra": 1}, "$"),
+        ("yes", None),
+    ],
+)
+async def test_an_answer_of_the_wrong_shape_is_refused_and_leaves_the_token_redeemable(
+    tokens: PauseTokens, answer: Any, field: str | None
+) -> None:
+    token = await mint(tokens)
+    with pytest.raises(InvalidResponse) as caught:
+        await tokens.consume(token, answer, scope=ACME)
+    assert caught.value.http_status == 422
+    if field is not None:
+        assert caught.value.field == field
+    await assert_still_redeemable(tokens, token)
+
+
+async def test_the_validator_can_refuse_an_answer(tokens: PauseTokens) -> None:
+    token = await mint(tokens, amount=250_000)
+    with pytest.raises(InvalidResponse, match="need a note") as caught:
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert caught.value.field == "$.note"
+    done = await tokens.consume(token, {"approved": True, "note": "VIP"}, scope=ACME)
+    assert done.response.note == "VIP"
+
+
+async def test_a_validator_raising_value_error_is_an_invalid_response(
+    tokens: PauseTokens,
+) -> None:
+    def refuse(_response: bool, _payload: dict[str, Any]) -> None:
+        msg = "never"
+        raise ValueError(msg)
+
+    tokens.register(Interrupt("strict", payload=dict, response=bool, validate=refuse))
+    event = await tokens.mint("strict", {}, scope=ACME, thread_id="t2", run_id="r")
+    with pytest.raises(InvalidResponse):
+        await tokens.consume(event.token, True, scope=ACME)
+
+
+async def test_a_token_for_a_thread_that_moved_on_is_stale(
+    tokens: PauseTokens, checkpoints: MemoryCheckpoints
+) -> None:
+    token = await mint(tokens)
+    checkpoints.advance("thread-1")
+    with pytest.raises(StaleToken):
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+
+
+async def test_a_token_for_an_answered_interrupt_is_stale(
+    tokens: PauseTokens, checkpoints: MemoryCheckpoints
+) -> None:
+    token = await mint(tokens)
+    checkpoints.resolve("thread-1", tokens.verify(token).interrupt_id)
+    with pytest.raises(StaleToken):
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+
+
+async def test_a_checkpoint_lost_with_the_process_is_reported(
+    keys: KeyRing, store: MemoryStore, clock: Clock
+) -> None:
+    before_restart = make_service(keys, store, MemoryCheckpoints(), clock)
+    token = await mint(before_restart)
+    after_restart = make_service(keys, store, MemoryCheckpoints(), clock)
+    with pytest.raises(CheckpointLost) as caught:
+        await after_restart.consume(token, {"approved": True}, scope=ACME)
+    assert caught.value.http_status == 424
+
+
+class SwappedPayload:
+    """A reader whose runtime now holds another payload than the token was minted for."""
+
+    def __init__(self, inner: MemoryCheckpoints) -> None:
+        self.inner = inner
+
+    async def bind(self, **kwargs: Any) -> PendingInterrupt:
+        return await self.inner.bind(**kwargs)
+
+    async def pending(self, **kwargs: Any) -> PendingInterrupt:
+        found = await self.inner.pending(**kwargs)
+        return attrs.evolve(found, value={**found.value, "amount_cents": 999_999})
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_payload_that_changed_since_minting_is_refused(
+    keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints, clock: Clock
+) -> None:
+    token = await mint(make_service(keys, store, checkpoints, clock))
+    tampered = make_service(keys, store, SwappedPayload(checkpoints), clock)
+    with pytest.raises(PayloadMismatch):
+        await tampered.consume(token, {"approved": True}, scope=ACME)
+    await assert_still_redeemable(make_service(keys, store, checkpoints, clock), token)
+
+
+class BrokenStore(MemoryStore):
+    async def claim(self, request: Any) -> Any:
+        raise ConnectionResetError("engine gone")
+
+
+async def test_an_unreachable_store_fails_closed(
+    keys: KeyRing, checkpoints: MemoryCheckpoints, clock: Clock
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        broken = make_service(keys, BrokenStore(), checkpoints, clock)
+    token = await mint(broken)
+    with pytest.raises(StoreUnavailable) as caught:
+        await broken.consume(token, {"approved": True}, scope=ACME)
+    assert caught.value.http_status == 503
+    assert isinstance(caught.value.__cause__, ConnectionResetError)
+
+
+# -- revocation and status ----------------------------------------------------------------
+
+
+async def test_a_revoked_token_cannot_be_redeemed(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    assert await tokens.revoke(token, scope=ACME) is TokenStatus.REVOKED
+    with pytest.raises(TokenRevoked):
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert await tokens.status(token, scope=ACME) is TokenStatus.REVOKED
+
+
+async def test_revoking_by_jti_works_and_checks_the_scope(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    jti = tokens.verify(token).jti
+    assert await tokens.revoke(jti, scope=ACME) is TokenStatus.REVOKED
+    with pytest.raises(ScopeMismatch):
+        await tokens.revoke(jti, scope=GLOBEX)
+    with pytest.raises(TokenRevoked):
+        await tokens.consume(token, {"approved": True}, scope=ACME)
+
+
+async def test_revoking_another_tenants_token_is_refused(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    with pytest.raises(ScopeMismatch):
+        await tokens.revoke(token, scope=GLOBEX)
+    await assert_still_redeemable(tokens, token)
+
+
+async def test_revoking_too_late_reports_the_redemption(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    await tokens.consume(token, {"approved": True}, scope=ACME)
+    assert await tokens.revoke(token, scope=ACME) is TokenStatus.REDEEMED
+
+
+async def test_status_follows_the_token_through_its_life(tokens: PauseTokens, clock: Clock) -> None:
+    token = await mint(tokens)
+    assert await tokens.status(token, scope=ACME) is TokenStatus.ACTIVE
+    async with tokens.redeem(token, {"approved": True}, scope=ACME):
+        assert await tokens.status(token, scope=ACME) is TokenStatus.IN_PROGRESS
+    assert await tokens.status(token, scope=ACME) is TokenStatus.REDEEMED
+    fresh = await mint(tokens, thread_id="thread-2")
+    clock.advance(25 * 3600)
+    assert await tokens.status(fresh, scope=ACME) is TokenStatus.EXPIRED
+    with pytest.raises(ScopeMismatch):
+        await tokens.status(await mint(tokens, thread_id="thread-3"), scope=GLOBEX)
+
+
+# -- registration and independence -------------------------------------------------------
+
+
+def test_two_interrupts_cannot_share_a_name(tokens: PauseTokens) -> None:
+    tokens.register(REFUND)  # the same registration again is harmless
+    with pytest.raises(ConfigurationError) as caught:
+        tokens.register(Interrupt("refund", payload=dict, response=dict))
+    assert caught.value.code == "duplicate_interrupt"
+
+
+async def test_two_services_in_one_process_share_nothing(
+    store: MemoryStore, checkpoints: MemoryCheckpoints, clock: Clock
+) -> None:
+    one = make_service(KeyRing.generate(), store, checkpoints, clock)
+    other = PauseTokens(
+        signer=JoseSigner(KeyRing.generate()), store=store, checkpoints=checkpoints, clock=clock
+    )
+    token = await mint(one)
+    with pytest.raises(InvalidToken):
+        other.verify(token)
+    with pytest.raises(UnknownInterrupt):
+        await other.mint(
+            "refund", {"order_id": "o", "amount_cents": 1}, scope=ACME, thread_id="t", run_id="r"
+        )
+
+
+def test_bad_service_options_are_configuration_errors(
+    keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints
+) -> None:
+    with pytest.raises(ConfigurationError):
+        PauseTokens(
+            signer=JoseSigner(keys), store=store, checkpoints=checkpoints, ttl=timedelta(days=8)
+        )
+    with pytest.raises(ConfigurationError):
+        PauseTokens(
+            signer=JoseSigner(keys), store=store, checkpoints=checkpoints, lease=timedelta(0)
+        )
