@@ -539,3 +539,37 @@ def test_bad_service_options_are_configuration_errors(
         PauseTokens(
             signer=JoseSigner(keys), store=store, checkpoints=checkpoints, lease=timedelta(0)
         )
+
+
+# -- configuration ------------------------------------------------------------------------
+
+
+async def test_from_settings_builds_a_working_service_and_closes_what_it_opened(
+    checkpoints: MemoryCheckpoints,
+) -> None:
+    from pausetoken import Settings
+
+    settings = Settings(store_url="memory://", keys=KeyRing.generate(), ttl=timedelta(hours=1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        tokens = PauseTokens.from_settings(settings, checkpoints=checkpoints)
+    async with tokens:
+        tokens.register(REFUND)
+        token = await mint(tokens)
+        assert tokens.verify(token).exp - tokens.verify(token).iat == 3600
+        assert (await tokens.consume(token, {"approved": True}, scope=ACME)).replayed is False
+    with pytest.raises(StoreUnavailable):
+        await tokens.store.status("x" * 22)
+    # what was handed in stays usable
+    assert (await checkpoints.bind(thread_id="t9", payload={})).thread_id == "t9"
+
+
+async def test_from_settings_opens_the_default_checkpoint_reader_by_name() -> None:
+    from pausetoken import Settings
+
+    settings = Settings(store_url="memory://", keys=KeyRing.generate())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        tokens = PauseTokens.from_settings(settings)
+    async with tokens:
+        assert isinstance(tokens.checkpoints, MemoryCheckpoints)
