@@ -6,6 +6,8 @@ Everything public is re-exported here; the modules behind it are private.
 
 from __future__ import annotations
 
+import logging
+
 from pausetoken._checkpoints import CheckpointReader, PendingInterrupt
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
 from pausetoken._hashing import canonical_json, hash_payload, hash_scope
@@ -72,3 +74,6 @@ __all__ = [
     "reset_registry",
     "verify_token",
 ]
+
+# A library configures no logging; applications choose where pausetoken's events go.
+logging.getLogger("pausetoken").addHandler(logging.NullHandler())
