@@ -40,6 +40,8 @@ EXIT_USAGE: Final = 2
 
 #: Longest token read from standard input; real tokens are a few KiB.
 MAX_STDIN_BYTES: Final = 1 << 20
+#: Width of tables written to a pipe or a file rather than a terminal.
+PIPED_WIDTH: Final = 200
 #: Longest value shown in a table cell; longer values are cut with an ellipsis.
 MAX_CELL: Final = 160
 
@@ -83,7 +85,10 @@ def _console(*, stderr: bool = False) -> Console:
     except ImportError as exc:
         raise ConfigurationError(_RICH_MISSING, code="cli_rich_missing") from exc
     # Bound at call time so redirected streams (and tests capturing them) are honoured.
-    return Console(file=sys.stderr if stderr else sys.stdout, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    # Piped output is read by programs and people alike: wide rows instead of folded cells.
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(file=stream, highlight=False, width=PIPED_WIDTH if piped else None)
 
 
 def _say(text: str) -> None:

@@ -275,6 +275,9 @@ class Settings:
                 key file cannot be read (``settings_file_unreadable``). Weak or malformed
                 keys raise the key set's own configuration error.
         """
+        _refuse_unknown(
+            sorted(str(key) for key in data), dict(zip(_FIELDS, _FIELDS, strict=True)), "setting"
+        )
         return _load(dict(data), _Source("settings", lambda name: name, base_dir))
 
     @classmethod
