@@ -314,8 +314,10 @@ class PauseTokens:
             interrupt_id=interrupt_id,
             checkpoint_id=checkpoint_id,
         )
-        request_hash = hash_payload(pending.value)
-        if not hmac.compare_digest(request_hash, hash_payload(value)):
+        request_hash = hash_payload(value, converter=self.converter)
+        if pending.value is not value and not hmac.compare_digest(
+            request_hash, hash_payload(pending.value)
+        ):
             msg = "the runtime stored another payload for this interrupt than the one given"
             raise PayloadMismatch(msg)
         iat = int(self.clock())
@@ -394,9 +396,17 @@ class PauseTokens:
             The redemption with typed payload and response.
 
         Raises:
-            InvalidToken, TokenExpired, ScopeMismatch, PrincipalMismatch, UnknownInterrupt,
-            InvalidResponse, StaleToken, CheckpointNotFound, CheckpointLost,
-            PayloadMismatch: before anything is claimed.
+            InvalidToken: the token does not verify (before anything is claimed, like the
+                errors down to ``PayloadMismatch``).
+            TokenExpired: the token expired.
+            ScopeMismatch: the token belongs to another scope.
+            PrincipalMismatch: the token is bound to another principal.
+            UnknownInterrupt: the token's interrupt name is not registered.
+            InvalidResponse: the answer does not fit its type or the validator refused it.
+            StaleToken: the run moved on from the token's checkpoint.
+            CheckpointNotFound: the token's checkpoint is gone.
+            CheckpointLost: the checkpointer does not persist state.
+            PayloadMismatch: the stored payload is not the one the token was minted for.
             AlreadyRedeemed: redeemed before with another answer.
             RedemptionInProgress: another redeemer holds a live claim.
             TokenRevoked: the token was revoked.
