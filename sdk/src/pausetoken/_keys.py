@@ -53,6 +53,7 @@ MIN_SECRET_BYTES: Final = 32
 SEALED_KEY_BYTES: Final = 32
 #: Smallest estimated entropy of a secret, in bits.
 MIN_SECRET_BITS: Final = 128
+_REPEAT_WINDOW: Final = 8
 
 # Substrings that mark a secret as a placeholder or a human password. Each is at least six
 # characters long, so a random key contains one by chance with negligible probability.
@@ -119,6 +120,9 @@ def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
        byte distribution) is under 128 bits is refused (``key_low_entropy``). Output of
        ``secrets.token_bytes(32)``, ``secrets.token_hex(32)`` or ``openssl rand -base64 32``
        passes; ``"a" * 64`` or a sentence does not.
+    5. Any key in which some 8-byte sequence occurs twice is refused (``key_low_entropy``):
+       repeated patterns such as ``"0123456789abcdef" * 4`` score well on rule 4 but are not
+       random. A random key repeats an 8-byte sequence with negligible probability.
 
     Args:
         secret: The key bytes.
@@ -152,6 +156,10 @@ def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
             f"the key carries less than {MIN_SECRET_BITS} bits of estimated entropy; "
             "generate one with `pausetoken keygen` or secrets.token_bytes(32)"
         )
+        raise _config_error(msg, "key_low_entropy")
+    windows = len(secret) - _REPEAT_WINDOW + 1
+    if len({secret[i : i + _REPEAT_WINDOW] for i in range(windows)}) < windows:
+        msg = "the key repeats a pattern; generate one with `pausetoken keygen`"
         raise _config_error(msg, "key_low_entropy")
 
 

@@ -1,0 +1,556 @@
+"""The signers: strict parsing in DESIGN order, one test per bad-input kind, sealed tokens."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from joserfc.jwk import OctKey, OKPKey
+
+from pausetoken import JoseSigner, KeyRing, SealedSigner
+from pausetoken._signer import SIGNERS_API_VERSION, Signer
+from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
+
+SECRET = secrets.token_bytes(32)
+RING = KeyRing.from_secret(SECRET, kid="k1")
+SIGNER = JoseSigner(RING)
+HEADER = {"alg": "HS256", "typ": "pause+jwt", "kid": "k1"}
+P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+SIGNERS: dict[str, Signer] = {
+    "HS256": JoseSigner(KeyRing.generate("HS256")),
+    "EdDSA": JoseSigner(KeyRing.generate("EdDSA")),
+    "ES256": JoseSigner(KeyRing.generate("ES256")),
+    "sealed": SealedSigner(KeyRing.generate("dir")),
+}
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def forge(
+    header: dict[str, Any] | bytes = HEADER,
+    payload: dict[str, Any] | bytes = b'{"x":1}',
+    key: bytes = SECRET,
+) -> str:
+    """An HS256 token over arbitrary header and payload bytes, validly signed with ``key``."""
+    raw_header = header if isinstance(header, bytes) else json.dumps(header).encode()
+    raw_payload = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    signing_input = f"{b64(raw_header)}.{b64(raw_payload)}"
+    mac = hmac.new(key, signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{b64(mac)}"
+
+
+def refused(token: object, signer: Signer = SIGNER, now: float = 0.0) -> str:
+    with pytest.raises(InvalidToken) as exc_info:
+        signer.verify(token, now=now)  # type: ignore[arg-type]
+    return exc_info.value.code
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+json_objects = st.dictionaries(st.text(max_size=12), json_values, max_size=8)
+
+
+# -- round trips and the token's form ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SIGNERS)
+@given(claims=json_objects)
+def test_signed_claims_come_back_unchanged(name: str, claims: dict[str, Any]) -> None:
+    signer = SIGNERS[name]
+    assert signer.verify(signer.sign(claims), now=0.0) == claims
+
+
+@pytest.mark.parametrize("alg", ["HS256", "EdDSA", "ES256"])
+def test_header_is_exactly_alg_typ_kid(alg: str) -> None:
+    ring = KeyRing.generate(alg, kid="kid-1")
+    token = JoseSigner(ring).sign({"a": 1})
+    header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    assert header == {"alg": alg, "typ": "pause+jwt", "kid": "kid-1"}
+
+
+def test_signers_declare_the_api_version_and_build_from_keys() -> None:
+    assert JoseSigner.api_version == SealedSigner.api_version == SIGNERS_API_VERSION
+    signer = JoseSigner.from_keys(RING, max_token_bytes=1024)
+    assert isinstance(signer, JoseSigner)
+    assert isinstance(signer, Signer)
+    assert isinstance(SealedSigner.from_keys(KeyRing.generate("dir")), SealedSigner)
+
+
+def test_hs256_tokens_verify_with_joserfc_and_pyjwt() -> None:
+    import jwt as pyjwt
+    from joserfc import jws
+
+    token = SIGNER.sign({"a": 1})
+    assert jws.deserialize_compact(token, OctKey.import_key(SECRET)).payload == b'{"a":1}'
+    assert pyjwt.decode(token, SECRET, algorithms=["HS256"]) == {"a": 1}
+
+
+def test_sealed_tokens_decrypt_with_joserfc() -> None:
+    from joserfc import jwe
+
+    ring = KeyRing.generate("dir")
+    token = SealedSigner(ring).sign({"a": 1})
+    assert jwe.decrypt_compact(token, ring.signing_key()[1]).plaintext == b'{"a":1}'
+
+
+# -- any change to a token is refused --------------------------------------------------------
+
+
+def _mutations(token: str) -> st.SearchStrategy[str]:
+    alphabet = st.sampled_from(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/ \x00é"
+    )
+    position = st.integers(0, len(token) - 1)
+    flip = st.tuples(position, alphabet).map(lambda pc: token[: pc[0]] + pc[1] + token[pc[0] + 1 :])
+    delete = position.map(lambda p: token[:p] + token[p + 1 :])
+    insert = st.tuples(st.integers(0, len(token)), alphabet).map(
+        lambda pc: token[: pc[0]] + pc[1] + token[pc[0] :]
+    )
+    return (flip | delete | insert).filter(lambda t: t != token)
+
+
+TOKENS = {name: signer.sign({"jti": "x" * 22, "n": 1}) for name, signer in SIGNERS.items()}
+
+
+@pytest.mark.parametrize("name", SIGNERS)
+@given(data=st.data())
+def test_every_altered_token_is_refused_with_invalid_token(name: str, data: st.DataObject) -> None:
+    mutated = data.draw(_mutations(TOKENS[name]))
+    with pytest.raises(InvalidToken):
+        SIGNERS[name].verify(mutated, now=0.0)
+
+
+# -- size and shape (rule 5) -------------------------------------------------------------------
+
+
+def test_oversize_tokens_are_refused_before_parsing() -> None:
+    assert refused("a" * 4097) == "token_too_large"
+    assert refused("a." * (1 << 19)) == "token_too_large"
+
+
+def test_the_size_limit_is_configurable() -> None:
+    token = SIGNER.sign({"pad": "x" * 400})
+    assert refused(token, JoseSigner(RING, max_token_bytes=256)) == "token_too_large"
+
+
+@pytest.mark.parametrize("value", [None, b"a.b.c", 12, ["a", "b", "c"]])
+def test_non_string_tokens_are_malformed(value: object) -> None:
+    assert refused(value) == "token_malformed"
+
+
+def _respell(token: str, index: int, transform: Any) -> str:
+    parts = token.split(".")
+    parts[index] = transform(parts[index])
+    return ".".join(parts)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: t + "=",
+        lambda t: _respell(t, 2, lambda s: s + "="),
+        lambda t: _respell(t, 0, lambda s: s + "=="),
+        lambda t: " " + t,
+        lambda t: t + "\n",
+        lambda t: _respell(t, 1, lambda s: s[:10] + " " + s[10:]),
+        lambda t: t.replace("-", "+").replace("_", "/") if ("-" in t or "_" in t) else t + "+",
+        lambda t: t + ".",
+        lambda t: t + ".AAAA",
+        lambda t: ".".join(t.split(".")[:2]),
+        lambda t: "." + t.split(".", 1)[1],
+        lambda t: _respell(t, 1, lambda _s: ""),
+        lambda t: _respell(t, 1, lambda s: s + "A" * ((1 - len(s)) % 4)),
+    ],
+    ids=[
+        "trailing-padding",
+        "padded-signature",
+        "padded-header",
+        "leading-space",
+        "trailing-newline",
+        "inner-space",
+        "standard-alphabet",
+        "four-segments-empty",
+        "four-segments",
+        "two-segments",
+        "empty-header",
+        "empty-payload",
+        "impossible-length",
+    ],
+)
+def test_non_canonical_shapes_are_malformed(make: Any) -> None:
+    token = SIGNER.sign({"x": "~~~???>>>"})
+    assert refused(make(token)) == "token_malformed"
+
+
+def test_non_zero_trailing_bits_are_refused_even_though_they_decode_to_the_same_bytes() -> None:
+    token = SIGNER.sign({"x": 1})
+    signature = token.split(".")[2]  # 43 characters: the last one carries 2 unused bits
+    assert len(signature) % 4 == 3
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    twin = alphabet[alphabet.index(signature[-1]) | 1]
+    altered = token[:-1] + twin
+    assert base64.urlsafe_b64decode(signature + "=") == base64.urlsafe_b64decode(
+        altered.split(".")[2] + "="
+    )
+    assert refused(altered) == "token_malformed"
+
+
+# -- header JSON, algorithm, whitelist, typ, kid (rules 2-6) -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"alg":"HS256","alg":"HS256","typ":"pause+jwt","kid":"k1"}',
+        b'{"alg":"none","typ":"pause+jwt","kid":"k1","alg":"HS256"}',
+        b"not json",
+        b'["HS256"]',
+        b"\xff\xfe{}",
+        '{"alg":"HS256","typ":"pause+jwt","kid":"k1"}'.encode("utf-16"),
+        b'{"alg":"HS256","typ":"pause+jwt","kid":"k1","crit":["exp"]}',
+        b'{"alg":"HS256","typ":"pause+jwt","kid":"k1","b64":false}',
+        b'{"alg":"HS256","typ":"pause+jwt","kid":"k1","jwk":{"kty":"oct"}}',
+        b'{"alg":"HS256","typ":"pause+jwt","kid":7}',
+        b'{"alg":["HS256"],"typ":"pause+jwt","kid":"k1"}',
+        b'{"typ":"pause+jwt","kid":"k1"}',
+        b'{"alg":"HS256","typ":"pause+jwt"}',
+        b'{"alg":"HS256","typ":"pause+jwt","kid":"../../etc/passwd"}',
+        b'{"alg":"HS256","typ":"pause+jwt","kid":""}',
+    ],
+    ids=[
+        "duplicate-alg",
+        "duplicate-alg-none-first",
+        "not-json",
+        "array",
+        "not-utf8",
+        "utf16",
+        "crit-array",
+        "b64-false",
+        "jwk-object",
+        "kid-number",
+        "alg-array",
+        "no-alg",
+        "no-kid",
+        "kid-path",
+        "kid-empty",
+    ],
+)
+def test_bad_headers_are_refused(header: bytes) -> None:
+    assert refused(forge(header)) == "token_header_invalid"
+
+
+@pytest.mark.parametrize("alg", ["none", "None", "HS512", "RS256", "ES256", "EdDSA", "dir", ""])
+def test_algorithms_outside_the_rings_allow_list_are_refused(alg: str) -> None:
+    assert refused(forge({**HEADER, "alg": alg})) == "token_algorithm_not_allowed"
+
+
+def test_alg_none_with_an_empty_signature_is_malformed() -> None:
+    token = forge({**HEADER, "alg": "none"})
+    assert refused(token.rsplit(".", 1)[0] + ".") == "token_malformed"
+
+
+def test_hs256_signed_with_the_public_key_of_an_eddsa_ring_is_refused() -> None:
+    ring = KeyRing.generate("EdDSA", kid="ed")
+    public = ring.to_jwks(private=False)["keys"][0]
+    ed_key = ring.signing_key()[1]
+    assert isinstance(ed_key, OKPKey)
+    pem = ed_key.as_pem(private=False)
+    signer = JoseSigner(ring.verify_only())
+    for key in (pem, public["x"].encode(), base64.urlsafe_b64decode(public["x"] + "=")):
+        token = forge({**HEADER, "kid": "ed"}, key=key)
+        assert refused(token, signer) == "token_algorithm_not_allowed"
+
+
+def test_a_key_is_used_only_with_its_own_algorithm_in_a_mixed_ring() -> None:
+    ring = KeyRing.generate("EdDSA", kid="ed").rotate(
+        KeyRing.from_secret(SECRET, kid="hs"), grace=timedelta(days=1)
+    )
+    signer = JoseSigner(ring)
+    public_x = ring.to_jwks()["keys"][1]["x"].encode()
+    token = forge({**HEADER, "kid": "ed"}, key=public_x)
+    assert refused(token, signer) == "token_algorithm_not_allowed"
+
+
+def test_configured_algorithms_narrow_the_allow_list() -> None:
+    ring = KeyRing.generate("EdDSA", kid="ed").rotate(
+        KeyRing.from_secret(SECRET, kid="k1"), grace=timedelta(days=1)
+    )
+    narrow = JoseSigner(ring, algorithms=["HS256"])
+    ed_token = JoseSigner(KeyRing.generate("EdDSA", kid="ed")).sign({"a": 1})
+    assert refused(ed_token, narrow) == "token_algorithm_not_allowed"
+    assert narrow.verify(forge(), now=0.0) == {"x": 1}
+
+
+@pytest.mark.parametrize(
+    "member", ["crit", "b64", "zip", "jku", "jwk", "x5u", "x5c", "x5t", "cty", "enc", "foo"]
+)
+def test_headers_outside_the_whitelist_are_forbidden(member: str) -> None:
+    assert refused(forge({**HEADER, member: "x"})) == "token_header_forbidden"
+
+
+@pytest.mark.parametrize(
+    "typ", ["JWT", "jwt", "at+jwt", "pause+JWT", "application/pause+jwt", None]
+)
+def test_wrong_or_missing_typ_is_refused(typ: str | None) -> None:
+    header = {k: v for k, v in HEADER.items() if k != "typ"}
+    if typ is not None:
+        header["typ"] = typ
+    assert refused(forge(header)) == "token_type_invalid"
+
+
+def test_unknown_kid_is_refused_even_when_the_signature_is_valid() -> None:
+    assert refused(forge({**HEADER, "kid": "k2"})) == "token_key_unknown"
+
+
+def test_retired_kid_is_refused() -> None:
+    ring = RING.rotate(grace=timedelta(seconds=5), now=datetime.fromtimestamp(0, tz=UTC))
+    signer = JoseSigner(ring)
+    assert signer.verify(forge(), now=4.0) == {"x": 1}
+    assert refused(forge(), signer, now=5.0) == "token_key_retired"
+
+
+# -- signature ---------------------------------------------------------------------------------
+
+
+def test_a_token_signed_with_another_key_is_refused() -> None:
+    assert refused(forge(key=secrets.token_bytes(32))) == "token_signature_invalid"
+
+
+def test_a_signature_of_the_wrong_length_is_refused() -> None:
+    token = forge().rsplit(".", 1)[0] + "." + b64(b"\x00" * 31)
+    assert refused(token) == "token_signature_invalid"
+
+
+@pytest.mark.parametrize("alg", ["EdDSA", "ES256"])
+def test_asymmetric_signatures_from_another_key_are_refused(alg: str) -> None:
+    token = JoseSigner(KeyRing.generate(alg, kid="same")).sign({"a": 1})
+    assert (
+        refused(token, JoseSigner(KeyRing.generate(alg, kid="same"))) == "token_signature_invalid"
+    )
+
+
+def test_es256_signatures_are_low_s_and_high_s_twins_are_refused() -> None:
+    signer = JoseSigner(KeyRing.generate("ES256"))
+    for _ in range(16):
+        token = signer.sign({"a": 1})
+        head, sig = token.rsplit(".", 1)
+        raw = base64.urlsafe_b64decode(sig + "==")
+        r, s = int.from_bytes(raw[:32]), int.from_bytes(raw[32:])
+        assert s <= P256_ORDER // 2
+        twin = f"{head}.{b64(r.to_bytes(32) + (P256_ORDER - s).to_bytes(32))}"
+        assert refused(twin, signer) == "token_signature_invalid"
+
+
+# -- payload JSON (rule 5) ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"x":1,"x":2}',
+        b'{"a":{"b":1,"b":1}}',
+        b'{"x":NaN}',
+        b'{"x":Infinity}',
+        b'{"x":-Infinity}',
+        b"[1,2]",
+        b'"text"',
+        b"null",
+        b"{",
+        b"\xff{}",
+        '{"x":1}'.encode("utf-16"),
+        b"[" * 1300 + b"]" * 1300,
+        b'{"a":' * 20 + b"1" + b"}" * 20,
+        b'{"a":' + b"[" * 30 + b"]" * 30 + b"}",
+    ],
+    ids=[
+        "duplicate",
+        "nested-duplicate",
+        "nan",
+        "infinity",
+        "minus-infinity",
+        "array",
+        "string",
+        "null",
+        "truncated",
+        "not-utf8",
+        "utf16",
+        "deep-array",
+        "deep-objects",
+        "deep-inside-object",
+    ],
+)
+def test_bad_payloads_are_refused_after_a_valid_signature(payload: bytes) -> None:
+    assert refused(forge(payload=payload)) == "token_payload_invalid"
+
+
+def test_moderate_nesting_is_accepted() -> None:
+    payload = b'{"a":' * 8 + b"1" + b"}" * 8
+    assert SIGNER.verify(forge(payload=payload), now=0.0)["a"]
+
+
+# -- signing errors and configuration ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "claims", [{"x": float("nan")}, {"x": {1, 2}}, {"x": b"raw"}, ["not", "a", "mapping"]]
+)
+def test_claims_that_are_not_json_cannot_be_signed(claims: Any) -> None:
+    with pytest.raises(UnsupportedPayload) as exc_info:
+        SIGNER.sign(claims)
+    assert exc_info.value.code == "claims_not_json"
+
+
+@pytest.mark.parametrize("signer", [SIGNER, SIGNERS["sealed"]], ids=["signed", "sealed"])
+def test_claims_too_large_for_the_verifier_cannot_be_signed(signer: Signer) -> None:
+    with pytest.raises(UnsupportedPayload) as exc_info:
+        signer.sign({"pad": "x" * 4000})
+    assert exc_info.value.code == "token_too_large"
+
+
+def test_signers_refuse_rings_of_the_other_kind() -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        JoseSigner(KeyRing.generate("dir"))
+    assert exc_info.value.code == "alg_not_allowed"
+    with pytest.raises(ConfigurationError) as exc_info:
+        SealedSigner(RING)
+    assert exc_info.value.code == "alg_not_allowed"
+
+
+@pytest.mark.parametrize("algorithms", [["none"], ["HS512"], ["EdDSA"]])
+def test_configured_algorithms_must_be_supported_and_cover_the_signing_key(
+    algorithms: list[str],
+) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        JoseSigner(RING, algorithms=algorithms)
+    assert exc_info.value.code == "alg_not_allowed"
+
+
+@pytest.mark.parametrize("size", [0, 255, 65537, True, 4096.0])
+def test_the_size_limit_option_is_validated(size: Any) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        JoseSigner(RING, max_token_bytes=size)
+    assert exc_info.value.code == "max_token_bytes_invalid"
+
+
+def test_errors_never_contain_the_token() -> None:
+    token = forge({**HEADER, "kid": "k2"}, payload={"secret_value": "hunter2-hunter2"})
+    with pytest.raises(InvalidToken) as exc_info:
+        SIGNER.verify(token, now=0.0)
+    text = str(exc_info.value) + repr(exc_info.value) + json.dumps(exc_info.value.to_problem())
+    assert token not in text
+    assert token.split(".")[1][:16] not in text
+    assert "hunter2" not in text
+
+
+# -- sealed tokens (rule 14) -------------------------------------------------------------------
+
+SEALED_RING = KeyRing.generate("dir", kid="s1")
+SEALER = SealedSigner(SEALED_RING)
+
+
+def _jwe_header(token: str) -> Any:
+    return json.loads(base64.urlsafe_b64decode(token.split(".", maxsplit=1)[0] + "=="))
+
+
+def test_sealed_tokens_hide_their_claims() -> None:
+    marker = "visible-marker-" + secrets.token_hex(4)
+    token = SEALER.sign({"thread_id": marker})
+    assert marker not in token
+    decoded = b"".join(
+        base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)) for part in token.split(".")
+    )
+    assert marker.encode() not in decoded
+    assert b"thread_id" not in decoded
+    assert _jwe_header(token) == {"alg": "dir", "enc": "A256GCM", "typ": "pause+jwt", "kid": "s1"}
+    assert token.split(".")[1] == ""
+
+
+def test_sealing_the_same_claims_twice_gives_different_tokens() -> None:
+    assert SEALER.sign({"a": 1}) != SEALER.sign({"a": 1})
+
+
+def test_sealed_tokens_are_unreadable_with_another_key() -> None:
+    token = SEALER.sign({"a": 1})
+    other = SealedSigner(KeyRing.generate("dir", kid="s1"))
+    assert refused(token, other) == "token_signature_invalid"
+    assert refused(token, SealedSigner(KeyRing.generate("dir"))) == "token_key_unknown"
+
+
+def _reseal(header: dict[str, Any], claims: bytes = b'{"a":1}') -> str:
+    """A sealed token with an arbitrary header, validly encrypted under SEALED_RING."""
+    from joserfc.jwa import GCMEncModel
+
+    header_segment = b64(json.dumps(header).encode())
+    iv = secrets.token_bytes(12)
+    key = SEALED_RING.signing_key()[1]
+    assert isinstance(key, OctKey)
+    ciphertext, tag = GCMEncModel(256).encrypt(claims, key.raw_value, iv, header_segment.encode())
+    return ".".join((header_segment, "", b64(iv), b64(ciphertext), b64(tag)))
+
+
+SEALED_HEADER = {"alg": "dir", "enc": "A256GCM", "typ": "pause+jwt", "kid": "s1"}
+
+
+def test_a_resealed_token_with_the_right_header_verifies() -> None:
+    assert SEALER.verify(_reseal(SEALED_HEADER), now=0.0) == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"zip": "DEF"}, "token_header_forbidden"),
+        ({"cty": "JWT"}, "token_header_forbidden"),
+        ({"alg": "A256KW"}, "token_algorithm_not_allowed"),
+        ({"alg": "HS256"}, "token_algorithm_not_allowed"),
+        ({"enc": "A128GCM"}, "token_algorithm_not_allowed"),
+        ({"enc": "A256CBC-HS512"}, "token_algorithm_not_allowed"),
+        ({"typ": "JWT"}, "token_type_invalid"),
+        ({"kid": "nope"}, "token_key_unknown"),
+    ],
+)
+def test_sealed_headers_are_checked_like_signed_ones(change: dict[str, str], code: str) -> None:
+    assert refused(_reseal({**SEALED_HEADER, **change}), SEALER) == code
+
+
+@pytest.mark.parametrize(
+    ("claims", "code"),
+    [(b'{"a":1,"a":2}', "token_payload_invalid"), (b'{"a":NaN}', "token_payload_invalid")],
+)
+def test_sealed_payloads_are_parsed_strictly(claims: bytes, code: str) -> None:
+    assert refused(_reseal(SEALED_HEADER, claims), SEALER) == code
+
+
+def test_a_signed_token_is_not_a_sealed_token_and_vice_versa() -> None:
+    assert refused(SIGNER.sign({"a": 1}), SEALER) == "token_malformed"
+    assert refused(SEALER.sign({"a": 1}), SIGNER) == "token_malformed"
+
+
+def test_a_sealed_token_with_an_encrypted_key_segment_is_malformed() -> None:
+    parts = SEALER.sign({"a": 1}).split(".")
+    parts[1] = "AAAA"
+    assert refused(".".join(parts), SEALER) == "token_malformed"
+
+
+def test_a_sealed_token_with_a_short_nonce_is_malformed() -> None:
+    parts = SEALER.sign({"a": 1}).split(".")
+    parts[2] = b64(b"\x00" * 8)
+    assert refused(".".join(parts), SEALER) == "token_malformed"

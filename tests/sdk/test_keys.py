@@ -1,0 +1,398 @@
+"""Key rings: generation, JWKS round trips, weak-key refusals, rotation, verify-only rings."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pausetoken import JoseSigner, KeyRing, SealedSigner
+from pausetoken._keys import KID_PATTERN, check_secret
+from pausetoken.exceptions import ConfigurationError, InvalidToken
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+SIGNING_ALGS = ("HS256", "EdDSA", "ES256")
+
+
+def code_of(exc_info: pytest.ExceptionInfo[Exception]) -> str:
+    return getattr(exc_info.value, "code", "")
+
+
+# -- generation and JWKS ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alg", [*SIGNING_ALGS, "dir"])
+def test_generated_ring_has_one_active_key_that_signs(alg: str) -> None:
+    ring = KeyRing.generate(alg)
+    assert ring.can_sign
+    assert ring.algorithms == {alg}
+    assert ring.kids == (ring.active,)
+    assert KID_PATTERN.match(ring.active)
+    assert ring.retirement(ring.active) is None
+
+
+def test_generated_kids_are_random() -> None:
+    assert len({KeyRing.generate().active for _ in range(20)}) == 20
+
+
+@pytest.mark.parametrize("alg", SIGNING_ALGS)
+@pytest.mark.parametrize("as_text", [False, True])
+def test_jwks_round_trip_keeps_keys_that_verify_each_others_tokens(alg: str, as_text: bool) -> None:
+    ring = KeyRing.generate(alg, kid="k1").rotate(grace=timedelta(hours=1), now=T0)
+    jwks = ring.to_jwks()
+    loaded = KeyRing.from_jwks(json.dumps(jwks) if as_text else jwks)
+    assert loaded.active == ring.active
+    assert loaded.kids == ring.kids
+    assert loaded.retirement("k1") == T0 + timedelta(hours=1)
+    token = JoseSigner(ring).sign({"x": 1})
+    assert JoseSigner(loaded).verify(token, now=T0.timestamp()) == {"x": 1}
+    back = JoseSigner(loaded).sign({"y": 2})
+    assert JoseSigner(ring).verify(back, now=T0.timestamp()) == {"y": 2}
+
+
+def test_jwks_marks_the_active_key_and_the_retirement_of_the_others() -> None:
+    ring = KeyRing.generate(kid="old").rotate(
+        KeyRing.generate(kid="new"), grace=timedelta(seconds=90), now=T0
+    )
+    jwks = ring.to_jwks()
+    assert jwks["active"] == "new"
+    by_kid = {k["kid"]: k for k in jwks["keys"]}
+    assert "retire_at" not in by_kid["new"]
+    assert by_kid["old"]["retire_at"] == int(T0.timestamp()) + 90
+    assert all(k["alg"] == "HS256" and k["use"] == "sig" for k in jwks["keys"])
+
+
+def test_sealed_ring_round_trips_and_seals() -> None:
+    ring = KeyRing.generate("dir")
+    loaded = KeyRing.from_jwks(ring.to_jwks())
+    token = SealedSigner(ring).sign({"x": 1})
+    assert SealedSigner(loaded).verify(token, now=0.0) == {"x": 1}
+    assert ring.to_jwks()["keys"][0]["use"] == "enc"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        secrets.token_bytes(32),
+        secrets.token_bytes(64),
+        secrets.token_hex(32),
+        secrets.token_urlsafe(32),
+    ],
+    ids=["bytes32", "bytes64", "hex64", "base64url43"],
+)
+def test_from_secret_accepts_generated_secrets(secret: bytes | str) -> None:
+    ring = KeyRing.from_secret(secret, kid="main")
+    signer = JoseSigner(ring)
+    assert signer.verify(signer.sign({"a": "b"}), now=0.0) == {"a": "b"}
+
+
+@given(
+    st.lists(st.integers(1, 255), unique=True, min_size=31, max_size=95).map(
+        lambda xs: bytes([0, *xs])
+    )
+)
+def test_binary_keys_of_distinct_bytes_are_accepted(secret: bytes) -> None:
+    check_secret(secret)
+
+
+# -- refusals (notes/security.md rules 1 and 2) --------------------------------------------------
+
+_PEM = (
+    b"-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n"
+    b"-----END PUBLIC KEY-----\n"
+)
+_SSH = b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE me@host"
+
+
+@pytest.mark.parametrize(
+    ("secret", "code"),
+    [
+        (secrets.token_bytes(31), "key_too_short"),
+        (b"", "key_too_short"),
+        ("your-256-bit-secret", "key_too_short"),
+        ("your-256-bit-secret-your-256-bit-secret", "key_placeholder"),
+        ("changeme-changeme-changeme-changeme!", "key_placeholder"),
+        ("Example-Key-For-Documentation-0123456789", "key_placeholder"),
+        ("correct horse battery staple forever more", "key_placeholder"),
+        ("my-super-long-and-very-Secret-value-2024", "key_placeholder"),
+        ("a" * 64, "key_low_entropy"),
+        ("abababababababababababababababababababab", "key_low_entropy"),
+        ("0123456789abcdef" * 4, "key_low_entropy"),
+        ("Tr0ub4dor&3Tr0ub4dor&3Tr0ub4dor&3", "key_low_entropy"),
+        (b"\x00" * 32, "key_low_entropy"),
+        (_PEM, "key_is_pem"),
+        (_SSH, "key_is_pem"),
+        (b"-----BEGIN OPENSSH PRIVATE KEY-----" + secrets.token_bytes(40), "key_is_pem"),
+    ],
+    ids=[
+        "31-bytes",
+        "empty",
+        "jwt-io-default",
+        "jwt-io-default-doubled",
+        "changeme",
+        "example",
+        "passphrase-with-spaces",
+        "secret-word",
+        "one-character",
+        "two-characters",
+        "repeated-hex-pattern",
+        "repeated-password",
+        "all-zero",
+        "pem-public-key",
+        "ssh-public-key",
+        "openssh-private-key",
+    ],
+)
+def test_weak_or_wrong_secrets_are_refused_with_a_specific_code(
+    secret: bytes | str, code: str
+) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secret, kid="k")
+    assert code_of(exc_info) == code
+
+
+@pytest.mark.parametrize("alg", ["none", "HS512", "RS256", "A256GCM", "", "hs256"])
+def test_unknown_or_none_algorithms_are_refused(alg: str) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.generate(alg)
+    assert code_of(exc_info) == "alg_not_allowed"
+
+
+def test_from_secret_refuses_asymmetric_algorithms() -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secrets.token_bytes(32), kid="k", alg="EdDSA")
+    assert code_of(exc_info) == "alg_not_allowed"
+
+
+def test_a_sealed_key_must_be_exactly_256_bits() -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secrets.token_bytes(48), kid="k", alg="dir")
+    assert code_of(exc_info) == "key_size_invalid"
+
+
+def test_two_keys_with_one_kid_are_refused() -> None:
+    a = KeyRing.generate(kid="same").to_jwks()
+    b = KeyRing.generate(kid="same").to_jwks()
+    jwks = {"active": "same", "keys": [a["keys"][0], {**b["keys"][0], "retire_at": 2e9}]}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(jwks)
+    assert code_of(exc_info) == "duplicate_kid"
+
+
+def test_rotating_to_a_ring_with_a_taken_kid_is_refused() -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.generate(kid="k").rotate(KeyRing.generate(kid="k"), grace=timedelta(0))
+    assert code_of(exc_info) == "duplicate_kid"
+
+
+@pytest.mark.parametrize("jwks", [{"keys": []}, '{"keys": []}'])
+def test_an_empty_ring_is_refused(jwks: object) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(jwks)  # type: ignore[arg-type]
+    assert code_of(exc_info) == "empty_keyring"
+
+
+def test_a_ring_without_an_active_key_is_refused() -> None:
+    jwk = KeyRing.generate(kid="k").to_jwks()["keys"][0]
+    for jwks in (
+        {"keys": [{**jwk, "retire_at": 2e9}]},
+        {"active": "other", "keys": [jwk]},
+        {"active": "k", "keys": [{**jwk, "retire_at": 2e9}]},
+    ):
+        with pytest.raises(ConfigurationError) as exc_info:
+            KeyRing.from_jwks(jwks)
+        assert code_of(exc_info) == "no_active_key"
+
+
+def test_a_second_key_without_a_deadline_is_refused() -> None:
+    one = KeyRing.generate(kid="a").to_jwks()["keys"][0]
+    two = KeyRing.generate(kid="b").to_jwks()["keys"][0]
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"active": "a", "keys": [one, two]})
+    assert code_of(exc_info) == "no_active_key"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"alg": "none"}, "alg_not_allowed"),
+        ({"alg": None}, "alg_not_allowed"),
+        ({"alg": "EdDSA"}, "key_alg_mismatch"),
+        ({"alg": "ES256"}, "key_alg_mismatch"),
+        ({"use": "enc"}, "key_alg_mismatch"),
+        ({"kid": "spaces are not allowed"}, "kid_invalid"),
+        ({"kid": None}, "kid_invalid"),
+        ({"k": "c2VjcmV0"}, "key_too_short"),
+        ({"k": "not base64!"}, "key_invalid"),
+        ({"k": "AAB"}, "key_invalid"),
+        ({"retire_at": "tomorrow"}, "jwks_invalid"),
+        ({"retire_at": True}, "jwks_invalid"),
+    ],
+)
+def test_bad_hmac_jwk_members_are_refused(change: dict[str, object], code: str) -> None:
+    jwk = {**KeyRing.generate(kid="k").to_jwks()["keys"][0], **change}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"keys": [jwk]})
+    assert code_of(exc_info) == code
+
+
+@pytest.mark.parametrize(
+    ("alg", "change", "code"),
+    [
+        ("EdDSA", {"alg": "HS256"}, "key_alg_mismatch"),
+        ("EdDSA", {"alg": "ES256"}, "key_alg_mismatch"),
+        ("EdDSA", {"crv": "Ed448"}, "key_alg_mismatch"),
+        ("ES256", {"alg": "EdDSA"}, "key_alg_mismatch"),
+        ("ES256", {"crv": "P-384"}, "key_alg_mismatch"),
+        ("ES256", {"x": "AAAA"}, "key_invalid"),
+    ],
+)
+def test_asymmetric_jwks_whose_alg_does_not_fit_the_key_are_refused(
+    alg: str, change: dict[str, object], code: str
+) -> None:
+    jwk = {**KeyRing.generate(alg, kid="k").to_jwks()["keys"][0], **change}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"keys": [jwk]})
+    assert code_of(exc_info) == code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "[]",
+        '{"keys": {}}',
+        '{"keys": [], "keys": []}',
+        '{"keys": [], "actve": "k"}',
+        '{"keys": [1]}',
+    ],
+)
+def test_malformed_jwks_documents_are_refused(text: str) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(text)
+    assert code_of(exc_info) == "jwks_invalid"
+
+
+def test_pem_material_inside_a_jwk_is_refused() -> None:
+    import base64
+
+    k = base64.urlsafe_b64encode(_PEM).rstrip(b"=").decode()
+    jwk = {"kty": "oct", "kid": "k", "alg": "HS256", "k": k}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"keys": [jwk]})
+    assert code_of(exc_info) == "key_is_pem"
+
+
+# -- rotation and retirement -------------------------------------------------------------------
+
+
+def test_rotation_keeps_the_old_key_valid_until_its_deadline_then_refuses_it() -> None:
+    old_ring = KeyRing.generate(kid="old")
+    old_token = JoseSigner(old_ring).sign({"n": 1})
+    ring = old_ring.rotate(grace=timedelta(minutes=10), now=T0)
+    signer = JoseSigner(ring)
+    deadline = (T0 + timedelta(minutes=10)).timestamp()
+
+    assert signer.verify(old_token, now=deadline - 1) == {"n": 1}
+    with pytest.raises(InvalidToken) as exc_info:
+        signer.verify(old_token, now=deadline)
+    assert code_of(exc_info) == "token_key_retired"
+    # The new key signs, and its tokens verify after the old key's deadline.
+    new_token = signer.sign({"n": 2})
+    assert signer.verify(new_token, now=deadline + 3600) == {"n": 2}
+    assert ring.active != "old"
+
+
+def test_rotation_can_switch_algorithm() -> None:
+    ring = KeyRing.generate("HS256").rotate(alg="EdDSA", grace=timedelta(hours=1), now=T0)
+    assert ring.active_algorithm == "EdDSA"
+    assert ring.algorithms == {"HS256", "EdDSA"}
+
+
+def test_rotation_drops_keys_already_past_their_deadline() -> None:
+    first = KeyRing.generate(kid="a")
+    second = first.rotate(KeyRing.generate(kid="b"), grace=timedelta(minutes=1), now=T0)
+    third = second.rotate(
+        KeyRing.generate(kid="c"), grace=timedelta(minutes=1), now=T0 + timedelta(hours=1)
+    )
+    assert third.kids == ("c", "b")
+    still = second.rotate(
+        KeyRing.generate(kid="c"), grace=timedelta(minutes=5), now=T0 + timedelta(seconds=30)
+    )
+    assert set(still.kids) == {"a", "b", "c"}
+    assert still.retirement("a") == T0 + timedelta(minutes=1)
+
+
+@pytest.mark.parametrize("grace", [timedelta(seconds=-1), 60])
+def test_rotation_needs_a_non_negative_grace(grace: object) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.generate().rotate(grace=grace)  # type: ignore[arg-type]
+    assert code_of(exc_info) == "grace_invalid"
+
+
+def test_rotation_refuses_a_naive_now() -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.generate().rotate(grace=timedelta(0), now=datetime(2026, 1, 1))  # noqa: DTZ001
+    assert code_of(exc_info) == "naive_datetime"
+
+
+def test_unknown_kid_lookup_is_an_invalid_token() -> None:
+    with pytest.raises(InvalidToken) as exc_info:
+        KeyRing.generate(kid="k").key_for("other", now=0.0)
+    assert code_of(exc_info) == "token_key_unknown"
+
+
+# -- verify-only rings -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alg", ["EdDSA", "ES256"])
+def test_verify_only_ring_verifies_but_cannot_sign(alg: str) -> None:
+    ring = KeyRing.generate(alg)
+    token = JoseSigner(ring).sign({"ok": True})
+    public = ring.verify_only()
+    assert not public.can_sign
+    verifier = JoseSigner(public)
+    assert verifier.verify(token, now=0.0) == {"ok": True}
+    with pytest.raises(ConfigurationError) as exc_info:
+        verifier.sign({"ok": False})
+    assert code_of(exc_info) == "key_cannot_sign"
+    exported = public.to_jwks(private=False)
+    assert "d" not in exported["keys"][0]
+    assert KeyRing.from_jwks(exported).can_sign is False
+
+
+@pytest.mark.parametrize("alg", ["HS256", "dir"])
+def test_symmetric_rings_have_no_verify_only_form(alg: str) -> None:
+    ring = KeyRing.generate(alg)
+    with pytest.raises(ConfigurationError) as exc_info:
+        ring.verify_only()
+    assert code_of(exc_info) == "key_no_public_half"
+    with pytest.raises(ConfigurationError) as exc_info:
+        ring.to_jwks(private=False)
+    assert code_of(exc_info) == "key_no_public_half"
+
+
+# -- repr ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alg", [*SIGNING_ALGS, "dir"])
+def test_repr_shows_no_key_material(alg: str) -> None:
+    ring = KeyRing.generate(alg, kid="visible").rotate(grace=timedelta(hours=1), now=T0)
+    text = repr(ring) + repr(JoseSigner(ring) if alg != "dir" else SealedSigner(ring))
+    assert "visible" in text
+    for jwk in ring.to_jwks()["keys"]:
+        for member in ("k", "d", "x", "y"):
+            if member in jwk:
+                assert jwk[member] not in text
+                assert jwk[member][:8] not in text
+
+
+def test_repr_of_a_secret_ring_does_not_contain_the_secret() -> None:
+    secret = secrets.token_hex(32)
+    text = repr(KeyRing.from_secret(secret, kid="k"))
+    assert secret not in text
+    assert secret[:8] not in text
