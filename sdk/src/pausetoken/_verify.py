@@ -21,7 +21,7 @@ from pausetoken._jose import (
     parse_payload,
     split_token,
 )
-from pausetoken.exceptions import InvalidToken, TokenExpired
+from pausetoken.exceptions import ConfigurationError, InvalidToken, TokenExpired
 
 if TYPE_CHECKING:
     from pausetoken._signer import Signer
@@ -50,31 +50,48 @@ _REQUIRED: Final = frozenset((*_STRINGS, *_HASHES, *_TIMES, "session_id", "ver")
 # session_id may be empty (a run without a session); tool_call_id and sub are optional.
 _OPTIONAL_STRINGS: Final = ("tool_call_id", "sub")
 _KNOWN: Final = _REQUIRED | {*_OPTIONAL_STRINGS, "nbf"}
+_MIN_TOKEN_BYTES: Final = 256
+_MAX_TOKEN_BYTES: Final = 65536
 _JWS_SEGMENTS: Final = 3
 _JWE_SEGMENTS: Final = 5
 
 
-def _positive(_instance: object, attribute: attrs.Attribute[Any], value: timedelta) -> None:
-    if value <= timedelta(0):
-        msg = f"{attribute.name} must be positive"
-        raise ValueError(msg)
+def _policy_error(msg: str) -> ConfigurationError:
+    return ConfigurationError(msg, code="policy_invalid")
 
 
-def _not_negative(_instance: object, attribute: attrs.Attribute[Any], value: timedelta) -> None:
-    if value < timedelta(0):
-        msg = f"{attribute.name} must not be negative"
-        raise ValueError(msg)
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        msg = f"{attribute.name} must be a positive timedelta"
+        raise _policy_error(msg)
 
 
-def _bounded_text(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
-    if not value or len(value) > MAX_CLAIM_LENGTH:
-        msg = f"{attribute.name} must be 1 to {MAX_CLAIM_LENGTH} characters"
-        raise ValueError(msg)
+def _not_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, timedelta) or value < timedelta(0):
+        msg = f"{attribute.name} must be a non-negative timedelta"
+        raise _policy_error(msg)
+
+
+def _bounded_text(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CLAIM_LENGTH:
+        msg = f"{attribute.name} must be a string of 1 to {MAX_CLAIM_LENGTH} characters"
+        raise _policy_error(msg)
+
+
+def _token_size(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if type(value) is not int or not _MIN_TOKEN_BYTES <= value <= _MAX_TOKEN_BYTES:
+        msg = f"{attribute.name} must be an int from {_MIN_TOKEN_BYTES} to {_MAX_TOKEN_BYTES}"
+        raise _policy_error(msg)
 
 
 @attrs.frozen
 class TokenPolicy:
     """What :func:`verify_token` accepts besides a valid signature.
+
+    Example:
+        >>> from datetime import timedelta
+        >>> TokenPolicy(issuer="billing", leeway=timedelta(seconds=5)).audience
+        'pausetoken'
 
     Attributes:
         issuer: The required ``iss``.
@@ -84,32 +101,15 @@ class TokenPolicy:
         max_token_bytes: Tokens longer than this are refused before parsing.
 
     Raises:
-        ValueError: an empty or overlong issuer or audience, a non-positive lifetime, a
-            negative leeway or a token size outside 256 to 65536 bytes.
+        ConfigurationError: ``policy_invalid`` for an empty or overlong issuer or audience,
+            a non-positive lifetime, a negative leeway or a token size outside 256 to 65536.
     """
 
-    issuer: str = attrs.field(
-        default="pausetoken", validator=[attrs.validators.instance_of(str), _bounded_text]
-    )
-    audience: str = attrs.field(
-        default="pausetoken", validator=[attrs.validators.instance_of(str), _bounded_text]
-    )
-    leeway: timedelta = attrs.field(
-        default=timedelta(seconds=30),
-        validator=[attrs.validators.instance_of(timedelta), _not_negative],
-    )
-    max_lifetime: timedelta = attrs.field(
-        default=timedelta(days=7),
-        validator=[attrs.validators.instance_of(timedelta), _positive],
-    )
-    max_token_bytes: int = attrs.field(
-        default=DEFAULT_MAX_TOKEN_BYTES,
-        validator=[
-            attrs.validators.instance_of(int),
-            attrs.validators.ge(256),
-            attrs.validators.le(65536),
-        ],
-    )
+    issuer: str = attrs.field(default="pausetoken", validator=_bounded_text)
+    audience: str = attrs.field(default="pausetoken", validator=_bounded_text)
+    leeway: timedelta = attrs.field(default=timedelta(seconds=30), validator=_not_negative)
+    max_lifetime: timedelta = attrs.field(default=timedelta(days=7), validator=_positive)
+    max_token_bytes: int = attrs.field(default=DEFAULT_MAX_TOKEN_BYTES, validator=_token_size)
 
 
 def _invalid(claim: str, why: str) -> InvalidToken:
@@ -225,6 +225,8 @@ def verify_token(token: object, *, signer: Signer, policy: TokenPolicy, now: flo
         raise InvalidToken(msg, code="token_audience_invalid")
     if JTI_PATTERN.match(claims["jti"]) is None:
         raise _invalid("jti", "must be 22 to 64 base64url characters")
+    # nbf has been checked; Claims carries what the service uses after verification.
+    claims.pop("nbf", None)
     return Claims(**claims)
 
 
