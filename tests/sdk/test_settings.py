@@ -251,6 +251,13 @@ def test_env_bad_duration_names_the_variable_not_the_value(env: dict[str, str]) 
     assert "tomorrow-ish" not in error.detail
 
 
+def test_env_ttl_beyond_the_lifetime_names_both_variables(env: dict[str, str]) -> None:
+    env["PAUSETOKEN_TTL"] = "8d"
+    error = _refused("settings_invalid", Settings.from_env, env)
+    assert "PAUSETOKEN_TTL" in error.detail
+    assert "PAUSETOKEN_MAX_LIFETIME" in error.detail
+
+
 def test_env_bad_integer_names_the_variable(env: dict[str, str]) -> None:
     env["PAUSETOKEN_MAX_TOKEN_BYTES"] = "4k"
     error = _refused("settings_invalid", Settings.from_env, env)

@@ -370,6 +370,9 @@ class Settings:
 
 _FIELDS: Final = (*(a.name for a in attrs.fields(Settings)), "keys_file")
 _OPTIONS: Final = frozenset({"signer_options", "store_options"})
+_FIELD_WORD: Final = re.compile(
+    rf"(?<![-./])\b(?:{'|'.join(sorted(_FIELDS, key=len, reverse=True))})\b"
+)
 _REQUIRED_ENV: Final = frozenset(
     {"PAUSETOKEN_STORE_URL", "PAUSETOKEN_KEYS", "PAUSETOKEN_KEYS_FILE"}
 )
@@ -462,6 +465,10 @@ def _load(data: dict[str, Any], source: _Source) -> Settings:
 def _explain(group: cattrs.BaseValidationError, source: _Source) -> ConfigurationError:
     """Turn cattrs' error group into one configuration error naming the setting."""
     for inner, name in _leaves(group):
+        if name is None and isinstance(inner, ConfigurationError):
+            # Raised by a validator of Settings itself: its message names the attributes.
+            detail = _FIELD_WORD.sub(lambda m: source.spell(m[0]), inner.detail)
+            return _error(inner.code, f"in {source.label}: {detail}")
         shown = source.spell(name) if name is not None else "a setting"
         if isinstance(inner, ConfigurationError):
             return _error(inner.code, f"{shown} in {source.label}: {inner.detail}")
