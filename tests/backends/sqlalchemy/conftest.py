@@ -1,0 +1,108 @@
+"""Engines for the SQLAlchemy store tests: a SQLite file always, servers when configured.
+
+PostgreSQL and MySQL/MariaDB tests read ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
+``PAUSETOKEN_TEST_MYSQL_URL`` and skip with the reason when a variable is unset (CI sets
+both and starts the servers, so there a missing server fails instead). Every test gets
+its own table name, dropped afterwards, so parallel runs never collide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from typing import TYPE_CHECKING
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from pausetoken_sqlalchemy import SCHEMA_TABLE_NAME, SQLAlchemyStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterator
+    from pathlib import Path
+
+ENGINES = ("sqlite", "postgresql", "mysql")
+SERVER_ENV = {
+    "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
+    "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
+}
+
+
+def server_url(engine: str) -> str:
+    """The configured URL of a server engine, or skip the test saying which variable."""
+    variable = SERVER_ENV[engine]
+    url = os.environ.get(variable)
+    if not url:
+        pytest.skip(f"{variable} is not set: no {engine} server to test against")
+    return url
+
+
+def engine_url(engine: str, tmp_path: Path) -> str:
+    """A URL for ``engine``: a fresh SQLite file, or the configured server."""
+    if engine == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'tokens.db'}"
+    return server_url(engine)
+
+
+def new_table_name() -> str:
+    return f"pt_test_{secrets.token_hex(6)}"
+
+
+async def drop_tables(url: str, *names: str) -> None:
+    """Drop test tables and their schema-marker rows (servers keep them otherwise)."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            preparer = engine.dialect.identifier_preparer
+            for name in names:
+                exists = await conn.run_sync(lambda c, n=name: engine.dialect.has_table(c, n))
+                if exists:
+                    await conn.execute(text(f"DROP TABLE {preparer.quote(name)}"))
+            if await conn.run_sync(lambda c: engine.dialect.has_table(c, SCHEMA_TABLE_NAME)):
+                for name in names:
+                    await conn.execute(
+                        text(f"DELETE FROM {SCHEMA_TABLE_NAME} WHERE table_name = :n"), {"n": name}
+                    )
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(params=ENGINES)
+def engine_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def url(engine_name: str, tmp_path: Path) -> str:
+    return engine_url(engine_name, tmp_path)
+
+
+@pytest.fixture
+async def table_name(url: str) -> AsyncIterator[str]:
+    name = new_table_name()
+    yield name
+    await drop_tables(url, name)
+
+
+@pytest.fixture
+async def store(url: str, table_name: str) -> AsyncIterator[SQLAlchemyStore]:
+    store = SQLAlchemyStore.from_url(url, table_name=table_name)
+    yield store
+    await store.aclose()
+
+
+@pytest.fixture
+def url_for(tmp_path: Path) -> Callable[[str], str]:
+    """``url_for(engine)``: a URL for one engine (skips when its server is not configured)."""
+    return lambda engine: engine_url(engine, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def session_tables() -> Iterator[dict[str, list[str]]]:
+    """Tables created by class-wide fixtures, dropped once at the end of the session."""
+    created: dict[str, list[str]] = {}
+    yield created
+    for url, names in created.items():
+        asyncio.run(drop_tables(url, *names))
