@@ -48,6 +48,7 @@ __all__ = [
     "load",
     "load_checkpoints",
     "load_signer",
+    "load_store",
     "open_store",
     "redact_url",
     "register_store",
@@ -100,7 +101,8 @@ _SCHEME_ALIASES: Final[Mapping[str, str]] = {"rediss": "redis", "unix": "redis"}
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 _TARGET = re.compile(
-    r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\Z", re.ASCII
+    r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\Z",
+    re.ASCII,
 )
 _NAME = re.compile(r"^[a-z][a-z0-9_.\-]*\Z")
 # user:password@ in a URL; the password runs to the last "@" so that one containing "@" or
@@ -486,6 +488,23 @@ def register_store(name: str, target: Any, *, replace: bool = False) -> None:
         _loaded.pop(("stores", name, None, target_name), None)
 
 
+def _store_info(url: str) -> BackendInfo:
+    if "://" not in url and _TARGET.match(url):
+        return BackendInfo(
+            name=url, kind="stores", target=url, distribution=None, version=None, obj=url
+        )
+    return _resolve("stores", store_family(url))
+
+
+def load_store(url: str) -> Any:
+    """Load the store class a URL (or ``module:attr``) chooses, without opening it.
+
+    Raises:
+        As :func:`open_store`, except that nothing is opened.
+    """
+    return _store_info(url).load()
+
+
 def open_store(url: str, **options: Any) -> TokenStore:
     """Open the store a URL names.
 
@@ -519,12 +538,7 @@ def open_store(url: str, **options: Any) -> TokenStore:
             supported ``api_version`` or did not return a ``TokenStore``.
     """
     shown = redact_url(url)
-    if "://" not in url and _TARGET.match(url):
-        info = BackendInfo(
-            name=url, kind="stores", target=url, distribution=None, version=None, obj=url
-        )
-    else:
-        info = _resolve("stores", store_family(url))
+    info = _store_info(url)
     factory = info.load()
     from_url = getattr(factory, "from_url", None)
     if not callable(from_url):

@@ -1,0 +1,156 @@
+"""Hypothesis strategies for pausetoken values.
+
+Example:
+    .. code-block:: python
+
+        from hypothesis import given
+        from pausetoken.testing import strategies as pst
+
+
+        @given(pst.payloads())
+        def test_hash_is_stable(payload):
+            assert hash_payload(payload) == hash_payload(payload)
+"""
+
+from __future__ import annotations
+
+import string
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import strategies as st
+
+from pausetoken._claims import CLAIMS_VERSION, Scope
+from pausetoken._hashing import MAX_SAFE_INTEGER
+from pausetoken._store import ClaimRequest
+
+__all__ = [
+    "claim_requests",
+    "claims",
+    "hashes",
+    "instants",
+    "interrupt_names",
+    "jtis",
+    "payloads",
+    "scopes",
+]
+
+_BASE64URL = string.ascii_letters + string.digits + "-_"
+# Whole seconds within a range every engine stores exactly (SQL DATETIME, BSON dates, Redis).
+_EARLIEST = datetime(2001, 1, 1, tzinfo=UTC)
+_LATEST = datetime(2099, 1, 1, tzinfo=UTC)
+
+
+def jtis(*, min_size: int = 22, max_size: int = 64) -> st.SearchStrategy[str]:
+    """Token ids of the ``JTI_PATTERN`` form: base64url, 22 to 64 characters."""
+    return st.text(alphabet=_BASE64URL, min_size=min_size, max_size=max_size)
+
+
+def hashes() -> st.SearchStrategy[str]:
+    """sha256 hex digests (64 lower-case hex characters), as scope and request hashes."""
+    return st.binary(min_size=32, max_size=32).map(bytes.hex)
+
+
+def interrupt_names() -> st.SearchStrategy[str]:
+    """Valid interrupt names: letters, digits and ``_.:-``, starting with a letter or digit."""
+    return st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]{0,40}\Z")
+
+
+def instants(
+    *, min_value: datetime = _EARLIEST, max_value: datetime = _LATEST
+) -> st.SearchStrategy[datetime]:
+    """Aware UTC datetimes in whole seconds."""
+    low, high = int(min_value.timestamp()), int(max_value.timestamp())
+    return st.integers(low, high).map(lambda s: datetime.fromtimestamp(s, tz=UTC))
+
+
+def scopes() -> st.SearchStrategy[Scope]:
+    """Tenant scopes, with and without sub-tenant and namespace."""
+    text = st.text(min_size=1, max_size=40)
+    return st.builds(
+        Scope,
+        tenant_id=text,
+        sub_tenant_id=st.none() | text,
+        namespace=st.none() | text,
+    )
+
+
+def payloads(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
+    """JSON values that hash exactly: no NaN or infinities, integers within 2**53 - 1."""
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=40)
+    )
+    return st.recursive(
+        scalars,
+        lambda children: (
+            st.lists(children, max_size=5)
+            | st.dictionaries(st.text(max_size=20), children, max_size=5)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+@st.composite
+def claim_requests(
+    draw: st.DrawFn,
+    *,
+    jti: st.SearchStrategy[str] | None = None,
+    now: st.SearchStrategy[datetime] | None = None,
+) -> ClaimRequest:
+    """Claim requests whose lease and expiry lie after ``now`` (whole seconds, aware UTC).
+
+    Args:
+        draw: Provided by hypothesis.
+        jti: Where the ``jti`` comes from (default :func:`jtis`).
+        now: Where the caller's ``now`` comes from (default :func:`instants`).
+    """
+    at = draw(now if now is not None else instants())
+    lease = draw(st.integers(1, 3600))
+    ttl = draw(st.integers(lease, 7 * 24 * 3600))
+    return ClaimRequest(
+        jti=draw(jti if jti is not None else jtis()),
+        scope_hash=draw(hashes()),
+        name=draw(interrupt_names()),
+        response_hash=draw(hashes()),
+        expires_at=at + timedelta(seconds=ttl),
+        lease_id=draw(jtis(max_size=32)),
+        lease_until=at + timedelta(seconds=lease),
+        now=at,
+    )
+
+
+@st.composite
+def claims(draw: st.DrawFn, *, now: int | None = None) -> dict[str, Any]:
+    """Valid claim sets (JSON objects) as a signer signs and returns them.
+
+    Args:
+        draw: Provided by hypothesis.
+        now: The issue time in seconds since the epoch (default: drawn).
+    """
+    iat = now if now is not None else int(draw(instants()).timestamp())
+    ident = st.text(alphabet=_BASE64URL, min_size=1, max_size=40)
+    body: dict[str, Any] = {
+        "iss": draw(ident),
+        "aud": draw(ident),
+        "iat": iat,
+        "exp": iat + draw(st.integers(1, 24 * 3600)),
+        "jti": draw(jtis()),
+        "name": draw(interrupt_names()),
+        "interrupt_id": draw(ident),
+        "run_id": draw(ident),
+        "session_id": draw(st.just("") | ident),
+        "thread_id": draw(ident),
+        "checkpoint_id": draw(ident),
+        "scope_hash": draw(hashes()),
+        "request_hash": draw(hashes()),
+        "ver": CLAIMS_VERSION,
+    }
+    if draw(st.booleans()):
+        body["tool_call_id"] = draw(ident)
+    if draw(st.booleans()):
+        body["sub"] = draw(ident)
+    return body
