@@ -14,10 +14,10 @@ import secrets
 from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import MetaData, delete, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from pausetoken_sqlalchemy import SCHEMA_TABLE_NAME, SQLAlchemyStore
+from pausetoken_sqlalchemy import SCHEMA_TABLE_NAME, SQLAlchemyStore, make_schema_table
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
@@ -61,10 +61,8 @@ async def drop_tables(url: str, *names: str) -> None:
                 if exists:
                     await conn.execute(text(f"DROP TABLE {preparer.quote(name)}"))
             if await conn.run_sync(lambda c: engine.dialect.has_table(c, SCHEMA_TABLE_NAME)):
-                for name in names:
-                    await conn.execute(
-                        text(f"DELETE FROM {SCHEMA_TABLE_NAME} WHERE table_name = :n"), {"n": name}
-                    )
+                marker = make_schema_table(MetaData())
+                await conn.execute(delete(marker).where(marker.c.table_name.in_(names)))
     finally:
         await engine.dispose()
 
