@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import pydantic
 import pytest
+import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -211,3 +212,19 @@ def test_scope_hash_is_a_full_sha256() -> None:
     digest = hash_scope(Scope("acme"))
     assert len(digest) == 64
     assert int(digest, 16) >= 0
+
+
+@given(json_values)
+def test_canonical_bytes_are_exactly_rfc8785s(value: Any) -> None:
+    # The encoder takes a fast path for float-free values; it must never differ.
+    assert canonical_json(value) == rfc8785.dumps(value)
+
+
+@given(st.dictionaries(st.text(), st.text() | st.integers(-(2**53 - 1), 2**53 - 1), max_size=6))
+def test_canonical_bytes_match_rfc8785_for_any_unicode_keys(value: dict[str, Any]) -> None:
+    assert canonical_json(value) == rfc8785.dumps(value)
+
+
+def test_lone_surrogates_are_refused() -> None:
+    with pytest.raises(UnsupportedPayload):
+        hash_payload({"x": "\ud800"})

@@ -573,3 +573,28 @@ async def test_from_settings_opens_the_default_checkpoint_reader_by_name() -> No
         tokens = PauseTokens.from_settings(settings)
     async with tokens:
         assert isinstance(tokens.checkpoints, MemoryCheckpoints)
+
+
+async def test_from_settings_hands_the_token_size_limit_to_the_signer() -> None:
+    from pausetoken import Settings
+
+    settings = Settings(store_url="memory://", keys=KeyRing.generate(), max_token_bytes=8192)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        tokens = PauseTokens.from_settings(settings)
+    async with tokens:
+        tokens.register(Interrupt("big", payload=dict, response=bool))
+        event = await tokens.mint(
+            "big",
+            {},
+            scope=ACME,
+            thread_id="t" * 500,
+            run_id="r" * 500,
+            session_id="s" * 500,
+            tool_call_id="c" * 500,
+            checkpoint_id="k" * 500,
+            interrupt_id="i" * 500,
+            principal="p" * 500,
+        )
+        assert 4096 < len(event.token) <= 8192
+        assert tokens.verify(event.token).session_id == "s" * 500

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -101,15 +103,41 @@ def _is_pydantic(obj: Any) -> bool:
     )
 
 
+def _needs_full_encoder(value: JSONValue) -> bool:
+    """Whether ``json.dumps`` could differ from RFC 8785 for ``value``.
+
+    They agree on strings, integers, literals and the escaping of control characters. They
+    differ on floats (ECMAScript number formatting) and on the order of keys holding
+    characters beyond U+FFFF (RFC 8785 sorts by UTF-16 code units, Python by code points).
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            return True
+        if isinstance(item, dict):
+            if any(not key.isascii() and max(key) > "\uffff" for key in item):
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> bytes:
     """Encode ``obj`` as RFC 8785 canonical JSON (the bytes that are hashed).
 
     Raises:
-        UnsupportedPayload: as :func:`to_json_value`.
+        UnsupportedPayload: as :func:`to_json_value`, and for strings that are not valid
+            Unicode (lone surrogates).
     """
     value = to_json_value(obj, converter=converter)
     try:
-        return rfc8785.dumps(value)
+        if _needs_full_encoder(value):
+            return rfc8785.dumps(value)
+        # The common case (no floats): the C encoder writes exactly RFC 8785's bytes.
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8")
     except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
         msg = "payload cannot be encoded as canonical JSON"
         raise UnsupportedPayload(msg) from exc
@@ -131,6 +159,7 @@ def hash_payload(obj: Any, *, converter: cattrs.Converter | None = None) -> str:
     return hashlib.sha256(canonical_json(obj, converter=converter)).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
 def hash_scope(scope: Scope) -> str:
     """Hash a scope: sha256 hex of the RFC 8785 encoding of its fields (all of them)."""
     return hash_payload(

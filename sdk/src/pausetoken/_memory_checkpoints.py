@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import copy
+import json
 import uuid
 from typing import Any
 
 import attrs
 
 from pausetoken._checkpoints import CHECKPOINTS_API_VERSION, PendingInterrupt
-from pausetoken._hashing import hash_payload
+from pausetoken._hashing import canonical_json
 from pausetoken.exceptions import (
     CheckpointLost,
     ConfigurationError,
@@ -23,7 +23,9 @@ __all__ = ["MemoryCheckpoints"]
 @attrs.define
 class _Thread:
     checkpoint_id: str
-    pending: dict[str, Any] = attrs.field(factory=dict)
+    #: interrupt id -> the payload as canonical JSON text. Text, so that nobody holding a
+    #: returned value can change what is recorded.
+    pending: dict[str, str] = attrs.field(factory=dict)
 
 
 class MemoryCheckpoints:
@@ -83,12 +85,12 @@ class MemoryCheckpoints:
             thread.checkpoint_id = checkpoint_id
             thread.pending.clear()
         interrupt_id = interrupt_id or uuid.uuid4().hex
-        if interrupt_id in thread.pending and hash_payload(
-            thread.pending[interrupt_id]
-        ) != hash_payload(payload):
+        encoded = canonical_json(payload).decode("utf-8")
+        recorded = thread.pending.get(interrupt_id)
+        if recorded is not None and recorded != encoded:
             msg = "this interrupt is already recorded with another payload"
             raise PayloadMismatch(msg)
-        thread.pending[interrupt_id] = copy.deepcopy(payload)
+        thread.pending[interrupt_id] = encoded
         return PendingInterrupt(thread_id, thread.checkpoint_id, interrupt_id, payload)
 
     async def pending(
@@ -109,7 +111,7 @@ class MemoryCheckpoints:
         if interrupt_id not in thread.pending:
             msg = "the interrupt is no longer pending"
             raise StaleToken(msg)
-        value = copy.deepcopy(thread.pending[interrupt_id])
+        value = json.loads(thread.pending[interrupt_id])
         return PendingInterrupt(thread_id, checkpoint_id, interrupt_id, value)
 
     def current(self, thread_id: str) -> str | None:

@@ -188,7 +188,8 @@ class PauseTokens:
         from pausetoken import _registry  # noqa: PLC0415 - the registry is only for settings
 
         signer_factory = _registry.load("signers", settings.signer)
-        signer: Signer = signer_factory.from_keys(settings.keys, **dict(settings.signer_options))
+        signer_options = {"max_token_bytes": settings.max_token_bytes, **settings.signer_options}
+        signer: Signer = signer_factory.from_keys(settings.keys, **signer_options)
         store = _registry.open_store(settings.store_url, **dict(settings.store_options))
         owned: list[Callable[[], Awaitable[None]]] = [store.aclose]
         if checkpoints is None:

@@ -22,6 +22,11 @@ class Signer(Protocol):
     ``kid``, retirement, signature, payload JSON). Claim checks (required claims, time,
     issuer, audience, ``jti`` format) are done by pausetoken itself after ``verify``, the
     same way for every signer.
+
+    A signer published under the ``pausetoken.signers`` entry-point group is a class (or
+    factory) with ``api_version = 1`` and ``from_keys(keys, *, max_token_bytes, **options)``;
+    :meth:`~pausetoken.PauseTokens.from_settings` passes the configured token size limit and
+    the ``signer_options`` setting.
     """
 
     def sign(self, claims: Mapping[str, Any]) -> str:

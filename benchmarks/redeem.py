@@ -1,0 +1,206 @@
+"""Mint, verify and consume on MemoryStore, each next to a baseline run in the same process.
+
+    python benchmarks/redeem.py            # 5 repeats x 5,000 operations
+    python benchmarks/redeem.py --quick    # 3 repeats x 1,000
+
+Baselines: joserfc `jwt.encode` (mint), joserfc `jwt.decode` + `JWTClaimsRegistry.validate`
+(verify), and for consume both a bare dict-based single-use check and the naive redemption
+(joserfc decode + claims validation + the dict check). Ratios are ours / baseline: above 1.0
+means pausetoken is faster. Medians of the repeats; the machine is noisy, compare ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from joserfc import jwt
+from joserfc.jwk import OctKey
+
+from pausetoken import (
+    Interrupt,
+    JoseSigner,
+    KeyRing,
+    MemoryCheckpoints,
+    MemoryStore,
+    MemoryStoreWarning,
+    PauseTokens,
+    Scope,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+SCOPE = Scope("acme", namespace="billing")
+SECRET = bytes(range(32))
+
+
+@attrs.frozen
+class Refund:
+    order_id: str
+    amount_cents: int
+    reason: str
+
+
+@attrs.frozen
+class Decision:
+    approved: bool
+    note: str = ""
+
+
+PAYLOAD = {"order_id": "order-0000042", "amount_cents": 1999, "reason": "damaged on arrival"}
+
+
+def rate(run: Callable[[int], float], n: int, repeats: int) -> float:
+    return statistics.median(n / run(n) for _ in range(repeats))
+
+
+def arate(run: Callable[[int], Awaitable[float]], n: int, repeats: int) -> float:
+    async def all_runs() -> list[float]:
+        return [n / await run(n) for _ in range(repeats)]
+
+    return statistics.median(asyncio.run(all_runs()))
+
+
+def build() -> PauseTokens:
+    warnings.simplefilter("ignore", MemoryStoreWarning)
+    keys = KeyRing.from_secret(SECRET, kid="bench")
+    tokens = PauseTokens(
+        signer=JoseSigner(keys), store=MemoryStore(), checkpoints=MemoryCheckpoints()
+    )
+    tokens.register(Interrupt("refund", payload=Refund, response=Decision))
+    return tokens
+
+
+async def mint_many(tokens: PauseTokens, n: int, offset: int = 0) -> list[str]:
+    return [
+        (
+            await tokens.mint(
+                "refund", PAYLOAD, scope=SCOPE, thread_id=f"t-{offset + i}", run_id="run"
+            )
+        ).token
+        for i in range(n)
+    ]
+
+
+def report(label: str, ours: float, baseline_label: str, baseline: float) -> None:
+    print(
+        f"{label:<9} {ours:>10,.0f} ops/s   {baseline_label:<44} {baseline:>10,.0f} ops/s"
+        f"   ratio {ours / baseline:.2f}"
+    )
+
+
+OCT_KEY = OctKey.import_key(SECRET)
+REGISTRY = jwt.JWTClaimsRegistry(
+    iss={"essential": True, "value": "pausetoken"},
+    aud={"essential": True, "value": "pausetoken"},
+    exp={"essential": True},
+    iat={"essential": True},
+    jti={"essential": True},
+)
+
+
+def bench_mint(tokens: PauseTokens, n: int, repeats: int) -> None:
+    counter = iter(range(10**9))
+
+    async def ours_mint(count: int) -> float:
+        start = time.perf_counter()
+        await mint_many(tokens, count, offset=next(counter) * count)
+        return time.perf_counter() - start
+
+    sample = tokens.verify(asyncio.run(mint_many(tokens, 1, offset=-1))[0]).to_dict()
+
+    def joserfc_mint(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            jwt.encode({"alg": "HS256", "typ": "pause+jwt", "kid": "bench"}, sample, OCT_KEY)
+        return time.perf_counter() - start
+
+    report(
+        "mint", arate(ours_mint, n, repeats), "joserfc jwt.encode", rate(joserfc_mint, n, repeats)
+    )
+
+
+def bench_verify(tokens: PauseTokens, n: int, repeats: int) -> None:
+    token = asyncio.run(mint_many(tokens, 1, offset=-2))[0]
+
+    def ours_verify(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            tokens.verify(token)
+        return time.perf_counter() - start
+
+    def joserfc_verify(count: int) -> float:
+        start = time.perf_counter()
+        for _ in range(count):
+            REGISTRY.validate(jwt.decode(token, OCT_KEY, algorithms=["HS256"]).claims)
+        return time.perf_counter() - start
+
+    report(
+        "verify",
+        rate(ours_verify, n, repeats),
+        "joserfc jwt.decode + JWTClaimsRegistry",
+        rate(joserfc_verify, n, repeats),
+    )
+
+
+def bench_consume(tokens: PauseTokens, n: int, repeats: int) -> None:
+    batches = [asyncio.run(mint_many(tokens, n, offset=(r + 10) * n)) for r in range(repeats)]
+    answer = {"approved": True}
+
+    async def ours_consume(count: int) -> float:
+        batch = batches.pop()
+        start = time.perf_counter()
+        for each in batch[:count]:
+            await tokens.consume(each, answer, scope=SCOPE)
+        return time.perf_counter() - start
+
+    ours = arate(ours_consume, n, repeats)
+    jtis = [f"jti-{i}" for i in range(n * repeats)]
+    used: dict[str, str] = {}
+
+    def dict_check(count: int) -> float:
+        todo = [jtis.pop() for _ in range(count)]
+        start = time.perf_counter()
+        for jti in todo:
+            if jti in used:
+                raise RuntimeError
+            used[jti] = "redeemed"
+        return time.perf_counter() - start
+
+    naive_batches = [asyncio.run(mint_many(tokens, n, offset=(r + 90) * n)) for r in range(repeats)]
+    seen: dict[str, Any] = {}
+
+    def naive_consume(count: int) -> float:
+        batch = naive_batches.pop()
+        start = time.perf_counter()
+        for each in batch[:count]:
+            claims = jwt.decode(each, OCT_KEY, algorithms=["HS256"]).claims
+            REGISTRY.validate(claims)
+            if claims["jti"] in seen:
+                raise RuntimeError
+            seen[claims["jti"]] = True
+        return time.perf_counter() - start
+
+    report("consume", ours, "bare dict single-use check", rate(dict_check, n, repeats))
+    report("consume", ours, "joserfc decode + claims + dict check", rate(naive_consume, n, repeats))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer, shorter repeats")
+    args = parser.parse_args()
+    n, repeats = (1_000, 3) if args.quick else (5_000, 5)
+    tokens = build()
+    bench_mint(tokens, n, repeats)
+    bench_verify(tokens, n, repeats)
+    bench_consume(tokens, n, repeats)
+
+
+if __name__ == "__main__":
+    main()
