@@ -244,6 +244,8 @@ class BackendInfo:
                 f"cannot be imported: {type(exc).__name__} for {missing!r}"
             )
             raise BackendNotInstalled(msg) from exc
+        except PauseTokenError:
+            raise
         except Exception as exc:
             msg = (
                 f"the {_singular(self.kind)} {self.name!r} ({self.target} from {provider}) "

@@ -1,0 +1,457 @@
+"""The plugin registry: choosing backends by name and URL, lazily, with helpful errors.
+
+Plugins are simulated with real distribution metadata (``*.dist-info`` with
+``entry_points.txt``) in a temporary directory put on ``sys.path``, so discovery goes
+through :mod:`importlib.metadata` exactly as for installed distributions.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+import textwrap
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+
+import pausetoken
+from pausetoken import MemoryStore, available_backends, open_store, redact_url, register_store
+from pausetoken import _registry as registry
+from pausetoken.exceptions import (
+    AmbiguousBackend,
+    BackendNotInstalled,
+    ConfigurationError,
+    UnknownBackend,
+)
+from pausetoken.testing import race_processes
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")
+
+STORE_MODULE = """
+from pausetoken import MemoryStore
+
+calls = []
+
+class Store(MemoryStore):
+    api_version = {api_version}
+
+    @classmethod
+    def from_url(cls, url, **options):
+        calls.append((url, options))
+        return cls()
+"""
+
+
+class Site:
+    """A directory on sys.path holding fake distributions and their modules."""
+
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.root = root
+        self.monkeypatch = monkeypatch
+        monkeypatch.syspath_prepend(str(root))
+
+    def module(self, source: str) -> str:
+        name = f"fake_plugin_{uuid.uuid4().hex[:10]}"
+        (self.root / f"{name}.py").write_text(textwrap.dedent(source))
+        self.monkeypatch.delitem(sys.modules, name, raising=False)
+        return name
+
+    def store_module(self, api_version: object = 1) -> str:
+        return self.module(STORE_MODULE.format(api_version=api_version))
+
+    def distribution(
+        self, name: str, version: str, entry_points: dict[str, dict[str, str]]
+    ) -> None:
+        info = self.root / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        lines = []
+        for group, names in entry_points.items():
+            lines.append(f"[{group}]")
+            lines.extend(f"{key} = {value}" for key, value in names.items())
+        (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Site:
+    return Site(tmp_path, monkeypatch)
+
+
+def hide_distributions(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Make importlib.metadata report no entry points of the named distributions."""
+    real = importlib.metadata.entry_points
+
+    def entry_points(*, group: str) -> importlib.metadata.EntryPoints:
+        found = real(group=group)
+        return importlib.metadata.EntryPoints(
+            ep for ep in found if ep.dist is None or ep.dist.name not in names
+        )
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+
+
+# -- URLs -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "family"),
+    [
+        ("memory://", "memory"),
+        ("memory:", "memory"),
+        ("sqlite+aiosqlite:///tokens.db", "sqlite"),
+        ("sqlite:///tokens.db", "sqlite"),
+        ("postgresql+asyncpg://app:pw@db:5432/tokens", "postgresql"),
+        ("mysql+asyncmy://app@db/tokens", "mysql"),
+        ("mariadb+asyncmy://app@db/tokens", "mariadb"),
+        ("redis://cache:6379/0", "redis"),
+        ("rediss://cache:6380/0", "redis"),
+        ("mongodb://db/tokens", "mongodb"),
+        ("mongodb+srv://cluster.example/tokens", "mongodb"),
+        ("PostgreSQL+AsyncPG://db/x", "postgresql"),
+    ],
+)
+def test_a_url_chooses_the_store_named_by_its_scheme_family(url: str, family: str) -> None:
+    assert registry.store_family(url) == family
+
+
+@pytest.mark.parametrize("url", ["", "tokens.db", "://nohost", "1sqlite://x"])
+def test_a_url_without_a_scheme_is_a_configuration_error(url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        registry.store_family(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://u:pw@host/db", "postgresql://u:***@host/db"),
+        ("postgresql+asyncpg://u:p%40ss@host:5432/db", "postgresql+asyncpg://u:***@host:5432/db"),
+        ("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db"),
+        ("postgresql://u:pa/ss@host/db", "postgresql://u:***@host/db"),
+        ("redis://:pw@cache:6379/0", "redis://:***@cache:6379/0"),
+        ("mongodb://u:pw@h1:1,h2:2/db?replicaSet=rs", "mongodb://u:***@h1:1,h2:2/db?replicaSet=rs"),
+        ("redis://cache/0?password=pw&db=1", "redis://cache/0?password=***&db=1"),
+        ("postgresql://u@host/db", "postgresql://u@host/db"),
+        ("sqlite+aiosqlite:///tokens.db", "sqlite+aiosqlite:///tokens.db"),
+        ("memory://", "memory://"),
+        ("company.stores:Store", "company.stores:Store"),
+    ],
+)
+def test_redact_url_hides_passwords(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+# -- built-ins and lazy discovery ------------------------------------------------------
+
+
+def test_the_builtin_backends_are_listed_with_their_distribution() -> None:
+    stores = {b.name: b for b in available_backends("stores")}
+    memory = stores["memory"]
+    assert memory.kind == "stores"
+    assert memory.target == "pausetoken._memory_store:MemoryStore"
+    assert memory.distribution == "pausetoken"
+    assert memory.version == importlib.metadata.version("pausetoken")
+    assert memory.importable is True
+    assert memory.load() is MemoryStore
+    signers = {b.name: b.target for b in available_backends("signers")}
+    assert signers["jose"] == "pausetoken._jose:JoseSigner"
+    assert signers["sealed"] == "pausetoken._jose:SealedSigner"
+    checkpoints = {b.name: b.target for b in available_backends("checkpoints")}
+    assert checkpoints["memory"] == "pausetoken._memory_checkpoints:MemoryCheckpoints"
+
+
+def test_open_store_opens_the_memory_store() -> None:
+    store = open_store("memory://")
+    assert isinstance(store, MemoryStore)
+    assert isinstance(store, pausetoken.TokenStore)
+
+
+def test_an_unknown_kind_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="backend kinds"):
+        available_backends("queues")  # type: ignore[arg-type]
+
+
+def test_listing_imports_no_backend_and_choosing_memory_imports_no_other() -> None:
+    script = textwrap.dedent(
+        """
+        import sys, warnings
+        warnings.simplefilter("ignore")
+        import pausetoken
+        for kind in ("stores", "signers", "checkpoints"):
+            assert pausetoken.available_backends(kind)
+        heavy = ("sqlalchemy", "langgraph", "redis", "pymongo", "pausetoken_sqlalchemy",
+                 "pausetoken_langgraph", "pausetoken_inhouse", "pausetoken_inhouse_rival")
+        listed = sorted(m for m in heavy if m in sys.modules)
+        pausetoken.open_store("memory://")
+        opened = sorted(m for m in heavy if m in sys.modules)
+        print(listed, opened)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[] []"
+
+
+def test_entry_points_are_read_once_until_the_registry_is_reset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.metadata.entry_points
+    calls: list[str] = []
+
+    def counting(*, group: str) -> importlib.metadata.EntryPoints:
+        calls.append(group)
+        return real(group=group)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counting)
+    available_backends("stores")
+    available_backends("signers")
+    open_store("memory://")
+    assert sorted(calls) == sorted(registry.GROUPS.values())
+    registry.reset_registry()
+    available_backends("stores")
+    assert len(calls) == 2 * len(registry.GROUPS)
+
+
+def test_only_the_chosen_plugin_is_imported_and_it_is_imported_once(site: Site) -> None:
+    chosen, other = site.store_module(), site.store_module()
+    site.distribution(
+        "acme-stores",
+        "1.2.3",
+        {"pausetoken.stores": {"acme": f"{chosen}:Store", "other": f"{other}:Store"}},
+    )
+    infos = {b.name: b for b in available_backends("stores")}
+    assert (infos["acme"].distribution, infos["acme"].version) == ("acme-stores", "1.2.3")
+    assert chosen not in sys.modules
+    assert other not in sys.modules
+    store = open_store("acme+driver://u:pw@host/db", pool=3)
+    assert chosen in sys.modules
+    assert other not in sys.modules
+    module = sys.modules[chosen]
+    assert module.calls == [("acme+driver://u:pw@host/db", {"pool": 3})]
+    assert isinstance(store, module.Store)
+    assert registry.load("stores", "acme") is module.Store
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "install"),
+    [
+        ("stores", "sqlite", 'pip install "pausetoken-sqlalchemy[sqlite]"'),
+        ("stores", "postgresql", 'pip install "pausetoken-sqlalchemy[postgresql]"'),
+        ("stores", "mysql", 'pip install "pausetoken-sqlalchemy[mysql]"'),
+        ("stores", "mariadb", 'pip install "pausetoken-sqlalchemy[mysql]"'),
+        ("stores", "redis", 'pip install "pausetoken[redis]"'),
+        ("stores", "mongodb", 'pip install "pausetoken[mongo]"'),
+        ("checkpoints", "langgraph", 'pip install "pausetoken[langgraph]"'),
+    ],
+)
+def test_a_known_but_missing_backend_names_the_pip_install(
+    monkeypatch: pytest.MonkeyPatch, kind: registry.BackendKind, name: str, install: str
+) -> None:
+    hide_distributions(monkeypatch, "pausetoken-sqlalchemy", "pausetoken-langgraph")
+    with pytest.raises(BackendNotInstalled) as info:
+        registry.load(kind, name)
+    assert info.value.code == "backend_not_installed"
+    assert install in info.value.detail
+    if kind == "stores" and name not in {"redis", "mongodb"}:
+        assert 'pip install "pausetoken[sqlalchemy]"' in info.value.detail
+
+
+def test_a_missing_store_error_never_shows_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    hide_distributions(monkeypatch, "pausetoken-sqlalchemy")
+    for url in ("postgresql+asyncpg://app:hunter2@db/x", "nosuch://app:hunter2@db/x"):
+        with pytest.raises(ConfigurationError) as info:
+            open_store(url)
+        assert "hunter2" not in str(info.value)
+
+
+def test_an_unknown_backend_lists_the_installed_names() -> None:
+    with pytest.raises(UnknownBackend) as info:
+        open_store("nosuch://host")
+    assert info.value.code == "unknown_backend"
+    assert "memory" in info.value.detail
+    with pytest.raises(UnknownBackend, match="jose"):
+        registry.load_signer("nosuch")
+    with pytest.raises(UnknownBackend, match="memory"):
+        registry.load_checkpoints("nosuch")
+
+
+def test_two_distributions_claiming_one_name_are_refused_naming_both(site: Site) -> None:
+    first, second = site.store_module(), site.store_module()
+    site.distribution("acme-a", "1.0", {"pausetoken.stores": {"dup": f"{first}:Store"}})
+    site.distribution("acme-b", "2.0", {"pausetoken.stores": {"dup": f"{second}:Store"}})
+    with pytest.raises(AmbiguousBackend) as info:
+        open_store("dup://x")
+    assert info.value.code == "ambiguous_backend"
+    assert "acme-a 1.0" in info.value.detail
+    assert "acme-b 2.0" in info.value.detail
+    assert first not in sys.modules
+    assert second not in sys.modules
+    listed = [(b.name, b.distribution) for b in available_backends("stores") if b.name == "dup"]
+    assert listed == [("dup", "acme-a"), ("dup", "acme-b")]
+    assert isinstance(open_store("memory://"), MemoryStore)  # other names are unaffected
+
+
+@pytest.mark.parametrize("api_version", ["None", "2", "True", "'1'"])
+def test_a_missing_or_unsupported_api_version_is_refused(site: Site, api_version: str) -> None:
+    module = site.store_module(api_version=api_version)
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError) as info:
+        open_store("acme://")
+    assert info.value.code == "backend_api_version"
+    (backend,) = [b for b in available_backends("stores") if b.name == "acme"]
+    assert backend.importable is False
+
+
+def test_a_plugin_that_fails_to_import_is_reported_without_breaking_others(site: Site) -> None:
+    broken = site.module("raise RuntimeError('boom at import')\n")
+    good = site.store_module()
+    site.distribution(
+        "acme",
+        "1.0",
+        {"pausetoken.stores": {"broken": f"{broken}:Store", "good": f"{good}:Store"}},
+    )
+    with pytest.raises(ConfigurationError) as info:
+        open_store("broken://")
+    assert info.value.code == "backend_import_failed"
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert "acme" in info.value.detail
+    assert isinstance(open_store("good://"), MemoryStore)
+
+
+def test_a_plugin_missing_a_dependency_is_not_installed_chained_to_the_cause(
+    site: Site,
+) -> None:
+    needy = site.module("import pausetoken_no_such_driver\n")
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"needy": f"{needy}:Store"}})
+    with pytest.raises(BackendNotInstalled) as info:
+        open_store("needy://")
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
+    assert "pausetoken_no_such_driver" in info.value.detail
+
+
+def test_a_store_that_refuses_its_url_is_a_configuration_error_without_the_password(
+    site: Site,
+) -> None:
+    module = site.module(
+        """
+        class Store:
+            api_version = 1
+
+            @classmethod
+            def from_url(cls, url, **options):
+                raise ValueError(url)
+        """
+    )
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError) as info:
+        open_store("acme://u:hunter2@host")
+    assert "hunter2" not in str(info.value)
+    assert "acme://u:***@host" in info.value.detail
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_a_factory_that_returns_no_store_is_refused(site: Site) -> None:
+    module = site.module(
+        """
+        class Store:
+            api_version = 1
+
+            @classmethod
+            def from_url(cls, url, **options):
+                return object()
+        """
+    )
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError, match="did not return a TokenStore"):
+        open_store("acme://")
+
+
+# -- module:attr and register_store ---------------------------------------------------------
+
+
+def test_module_attr_opens_an_unpublished_store(site: Site) -> None:
+    module = site.store_module()
+    store = open_store(f"{module}:Store", flavour="x")
+    assert isinstance(store, MemoryStore)
+    assert sys.modules[module].calls == [(f"{module}:Store", {"flavour": "x"})]
+
+
+def test_module_attr_naming_nothing_is_a_configuration_error(site: Site) -> None:
+    module = site.store_module()
+    with pytest.raises(ConfigurationError, match="no attribute"):
+        open_store(f"{module}:Nope")
+    with pytest.raises(BackendNotInstalled):
+        open_store("pausetoken_no_such_module:Store")
+
+
+def test_register_store_adds_a_name_for_this_process(site: Site) -> None:
+    eager, lazy = site.store_module(), site.store_module()
+    store_class = importlib.import_module(eager).Store
+    register_store("scratch", store_class)
+    register_store("lazy", f"{lazy}:Store")
+    assert lazy not in sys.modules
+    names = {b.name: b for b in available_backends("stores")}
+    assert (names["scratch"].target, names["scratch"].distribution) == (f"{eager}:Store", None)
+    assert names["lazy"].target == f"{lazy}:Store"
+    assert isinstance(open_store("scratch://x"), store_class)
+    open_store("lazy://")
+    assert lazy in sys.modules
+    registry.reset_registry()
+    with pytest.raises(UnknownBackend):
+        open_store("scratch://x")
+
+
+def test_register_store_refuses_a_taken_name_unless_replacing(site: Site) -> None:
+    register_store("scratch", MemoryStore)
+    with pytest.raises(AmbiguousBackend, match="registered in code"):
+        register_store("scratch", MemoryStore)
+    with pytest.raises(AmbiguousBackend, match="installed by pausetoken"):
+        register_store("memory", MemoryStore)
+    module = site.store_module()
+    register_store("memory", f"{module}:Store", replace=True)
+    assert type(open_store("memory://")).__module__ == module
+
+
+@pytest.mark.parametrize("name", ["", "Upper", "with space", "9lives"])
+def test_register_store_refuses_invalid_names(name: str) -> None:
+    with pytest.raises(ConfigurationError):
+        register_store(name, MemoryStore)
+
+
+def test_register_store_refuses_a_malformed_target() -> None:
+    with pytest.raises(ConfigurationError, match="module:attribute"):
+        register_store("scratch", "not a target")
+
+
+# -- race_processes ---------------------------------------------------------------------
+
+
+def test_race_processes_refuses_a_process_local_store() -> None:
+    with pytest.raises(ConfigurationError, match="shared between processes"):
+        race_processes("memory://", ["a" * 22])
+
+
+def test_race_processes_needs_two_processes() -> None:
+    with pytest.raises(ConfigurationError, match="at least 2"):
+        race_processes("memory://", ["a" * 22], processes=1)
+
+
+# -- the testing extra -----------------------------------------------------------------------
+
+
+def test_importing_the_kit_without_its_extra_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [m for m in sys.modules if m.startswith("pausetoken.testing")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "hypothesis", None)
+    with pytest.raises(ImportError, match=r'pip install "pausetoken\[testing\]"'):
+        importlib.import_module("pausetoken.testing")
