@@ -155,14 +155,13 @@ def _no_constants(_name: str) -> NoReturn:
     raise ValueError
 
 
-def _parse_json_object(raw: bytes, code: str, what: str) -> dict[str, Any]:
+# Built once: json.loads with hooks would build a new decoder on every call.
+_DECODER: Final = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+
+
+def _parse_json_text(text: str, code: str, what: str) -> dict[str, Any]:
     try:
-        # Decode first: json.loads on bytes would also accept UTF-16 and UTF-32.
-        value = json.loads(
-            raw.decode("utf-8"),
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constants,
-        )
+        value = _DECODER.decode(text)
     except _DuplicateMember as exc:
         msg = f"the token {what} has duplicate members"
         raise InvalidToken(msg, code=code) from exc
@@ -172,6 +171,15 @@ def _parse_json_object(raw: bytes, code: str, what: str) -> dict[str, Any]:
     if type(value) is not dict:
         _fail(code, f"the token {what} is not a JSON object")
     return value
+
+
+def _utf8(raw: bytes, code: str, what: str) -> str:
+    # Decode first: json.loads on bytes would also accept UTF-16 and UTF-32.
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = f"the token {what} is not UTF-8"
+        raise InvalidToken(msg, code=code) from exc
 
 
 def _too_deep(value: Any, budget: int) -> bool:
@@ -190,7 +198,8 @@ def parse_header(segment: str) -> dict[str, Any]:
     Raises:
         InvalidToken: ``token_header_invalid``.
     """
-    header = _parse_json_object(b64decode_segment(segment), "token_header_invalid", "header")
+    code = "token_header_invalid"
+    header = _parse_json_text(_utf8(b64decode_segment(segment), code, "header"), code, "header")
     for value in header.values():
         if type(value) is not str:
             _fail("token_header_invalid", "every token header value must be a string")
@@ -203,8 +212,13 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     Raises:
         InvalidToken: ``token_payload_invalid``.
     """
-    payload = _parse_json_object(raw, "token_payload_invalid", "payload")
-    if _too_deep(payload, MAX_PAYLOAD_DEPTH):
+    code = "token_payload_invalid"
+    text = _utf8(raw, code, "payload")
+    payload = _parse_json_text(text, code, "payload")
+    # Nesting cannot exceed the number of opening brackets; walk only when it could.
+    if text.count("{") + text.count("[") > MAX_PAYLOAD_DEPTH and _too_deep(
+        payload, MAX_PAYLOAD_DEPTH
+    ):
         _fail("token_payload_invalid", f"the token payload is nested over {MAX_PAYLOAD_DEPTH}")
     return payload
 
