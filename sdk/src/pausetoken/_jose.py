@@ -54,6 +54,7 @@ _SEG = r"[A-Za-z0-9_-]+"
 _JWS_SHAPE: Final = re.compile(rf"{_SEG}\.{_SEG}\.{_SEG}")
 # dir: the encrypted-key segment is empty.
 _JWE_SHAPE: Final = re.compile(rf"{_SEG}\.\.{_SEG}\.{_SEG}\.{_SEG}")
+_URLSAFE_TO_STANDARD: Final = bytes.maketrans(b"-_", b"+/")
 _B64_VALUES: Final = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 }
@@ -130,7 +131,8 @@ def b64decode_segment(segment: str) -> bytes:
         InvalidToken: ``token_malformed``.
     """
     try:
-        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+        data = segment.encode("ascii").translate(_URLSAFE_TO_STANDARD)
+        return binascii.a2b_base64(data + b"=" * (-len(segment) % 4), strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         msg = "the token is not valid base64url"
         raise InvalidToken(msg, code="token_malformed") from exc
