@@ -25,10 +25,13 @@ from pausetoken.exceptions import (
     ConfigurationError,
     UnknownBackend,
 )
-from pausetoken.testing import race_processes
+from pausetoken.testing import StoreConformance, race_processes
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
     from pathlib import Path
+
+    from pausetoken import TokenStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")
 
@@ -455,3 +458,28 @@ def test_importing_the_kit_without_its_extra_names_the_install(
     monkeypatch.setitem(sys.modules, "hypothesis", None)
     with pytest.raises(ImportError, match=r'pip install "pausetoken\[testing\]"'):
         importlib.import_module("pausetoken.testing")
+
+
+def test_race_processes_finds_exactly_one_winner_per_token_on_a_shared_store(
+    tmp_path: Path,
+) -> None:
+    jtis = [f"race{i:02d}" + "x" * 18 for i in range(5)]
+    counts = race_processes(
+        "sqlite_file_store:SQLiteFileStore",
+        jtis,
+        processes=2,
+        options={"path": str(tmp_path / "race.db")},
+    )
+    assert counts == dict.fromkeys(jtis, 1)
+
+
+class TestSQLiteFileStoreConformance(StoreConformance):
+    """The kit against a second, independent store (a SQLite file)."""
+
+    concurrency = 10
+
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[TokenStore]:
+        store = open_store("sqlite_file_store:SQLiteFileStore", path=str(tmp_path / "tokens.db"))
+        yield store
+        await store.aclose()
