@@ -350,7 +350,7 @@ class KeyRing:
         'k1'
 
     Args:
-        keys: The ring's keys (built by the class methods; not usually passed by hand).
+        entries: The ring's keys (built by the class methods; not passed by hand).
         active: The ``kid`` of the signing key.
 
     Raises:
