@@ -250,8 +250,6 @@ def test_only_the_chosen_plugin_is_imported_and_it_is_imported_once(site: Site) 
         ("stores", "postgresql", 'pip install "pausetoken-sqlalchemy[postgresql]"'),
         ("stores", "mysql", 'pip install "pausetoken-sqlalchemy[mysql]"'),
         ("stores", "mariadb", 'pip install "pausetoken-sqlalchemy[mysql]"'),
-        ("stores", "redis", 'pip install "pausetoken[redis]"'),
-        ("stores", "mongodb", 'pip install "pausetoken[mongo]"'),
         ("checkpoints", "langgraph", 'pip install "pausetoken[langgraph]"'),
     ],
 )
@@ -263,7 +261,7 @@ def test_a_known_but_missing_backend_names_the_pip_install(
         registry.load(kind, name)
     assert info.value.code == "backend_not_installed"
     assert install in info.value.detail
-    if kind == "stores" and name not in {"redis", "mongodb"}:
+    if kind == "stores":
         assert 'pip install "pausetoken[sqlalchemy]"' in info.value.detail
 
 

@@ -87,8 +87,6 @@ _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
         "postgresql": _SQLALCHEMY_HINT.format(extra="postgresql"),
         "mysql": _SQLALCHEMY_HINT.format(extra="mysql"),
         "mariadb": _SQLALCHEMY_HINT.format(extra="mysql"),
-        "redis": 'provided by pausetoken-redis: pip install "pausetoken[redis]"',
-        "mongodb": 'provided by pausetoken-mongo: pip install "pausetoken[mongo]"',
     },
     "signers": {},
     "checkpoints": {
