@@ -118,6 +118,10 @@ def _run_tests(session: nox.Session, backend: str) -> None:
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
     session.run("pytest", *_existing(paths), *session.posargs, env=env)
+    if backend == "memory":
+        # A second distribution claiming the same store name must make selection fail loudly.
+        session.install("./tests/plugins/pausetoken-inhouse-rival")
+        session.run("pytest", "tests/plugins", *session.posargs, env=env)
 
 
 @nox.session(python=NEWEST)
