@@ -1,1 +1,26 @@
-"""LangGraph integration for pausetoken."""
+"""LangGraph integration for pausetoken.
+
+Inside a node, :func:`ask` pauses the run with a small envelope around ``interrupt()``.
+After the run returned paused, :func:`mint_pending` mints one token per pending interrupt,
+bound to the thread, the head checkpoint, LangGraph's interrupt id and the stored payload.
+:func:`resume` redeems a token in two phases and resumes the run exactly once.
+:class:`LangGraphCheckpoints` is the checkpoint reader the service uses for all of this.
+"""
+
+from __future__ import annotations
+
+from pausetoken_langgraph._ask import ENVELOPE_VERSION, ask, envelope, unwrap
+from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
+from pausetoken_langgraph._resume import interrupt_key, mint_pending, resume
+
+__all__ = [
+    "ENVELOPE_VERSION",
+    "LangGraphCheckpoints",
+    "ask",
+    "envelope",
+    "interrupt_key",
+    "mint_pending",
+    "pending_interrupts",
+    "resume",
+    "unwrap",
+]

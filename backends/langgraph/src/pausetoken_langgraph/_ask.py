@@ -1,0 +1,111 @@
+"""``ask()``: a pause inside a LangGraph node, wrapped in pausetoken's small envelope."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final, TypeVar, overload
+
+import cattrs
+from langgraph.types import interrupt
+
+from pausetoken._hashing import to_json_value
+from pausetoken._structure import make_converter
+from pausetoken.exceptions import InvalidResponse
+
+__all__ = ["ENVELOPE_VERSION", "ask", "envelope", "unwrap"]
+
+#: The version a pausetoken envelope carries under its ``"pausetoken"`` key.
+ENVELOPE_VERSION: Final = 1
+_KEYS: Final = frozenset({"pausetoken", "name", "payload"})
+
+R = TypeVar("R")
+
+# Structuring an answer has no service at hand inside a node; a converter of its own keeps
+# the same strict rules ("no" is not a bool) without sharing state between services.
+_converter = make_converter()
+_STRUCTURE_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError)
+
+
+def envelope(name: str, payload: Any) -> dict[str, Any]:
+    """The value :func:`ask` hands to LangGraph's ``interrupt()``.
+
+    Args:
+        name: The registered interrupt name.
+        payload: What is shown to the person; converted to plain JSON values.
+
+    Returns:
+        ``{"pausetoken": 1, "name": name, "payload": <JSON payload>}``.
+
+    Raises:
+        UnsupportedPayload: the payload cannot be represented exactly as JSON.
+    """
+    return {"pausetoken": ENVELOPE_VERSION, "name": name, "payload": to_json_value(payload)}
+
+
+def unwrap(value: Any) -> tuple[str | None, Any]:
+    """Split an interrupt value into the envelope's name and payload.
+
+    Args:
+        value: An interrupt's value as LangGraph stored it.
+
+    Returns:
+        ``(name, payload)`` for a value written by :func:`ask`; ``(None, value)`` for any
+        other interrupt (a *foreign* one).
+    """
+    if (
+        isinstance(value, Mapping)
+        and value.keys() == _KEYS
+        and value["pausetoken"] == ENVELOPE_VERSION
+        and not isinstance(value["pausetoken"], bool)
+        and isinstance(value["name"], str)
+    ):
+        return value["name"], value["payload"]
+    return None, value
+
+
+@overload
+def ask(name: str, payload: Any) -> Any: ...
+
+
+@overload
+def ask(name: str, payload: Any, *, response: type[R]) -> R: ...
+
+
+def ask(name: str, payload: Any, *, response: type[Any] | None = None) -> Any:
+    """Pause the node to ask a person; return their answer when the run resumes.
+
+    Call it inside a LangGraph node instead of ``interrupt()``. The node re-runs from its
+    first line when the run resumes, so do not mint tokens or cause side effects before
+    this call: mint after the run returned paused, with
+    :func:`~pausetoken_langgraph.mint_pending`.
+
+    The payload is stored by LangGraph inside an envelope (see :func:`envelope`); the
+    token minted for the pause binds the hash of the payload as LangGraph stored it.
+
+    Args:
+        name: The registered interrupt name (``Interrupt(name, ...)`` on the service).
+        payload: What is shown to the person: plain JSON data, or an attrs class, dataclass
+            or pydantic model (stored as plain JSON).
+        response: The type to structure the answer into; without it the answer is
+            returned as the plain JSON that :func:`~pausetoken_langgraph.resume` sent.
+
+    Returns:
+        The answer.
+
+    Raises:
+        UnsupportedPayload: the payload cannot be represented exactly as JSON.
+        InvalidResponse: the answer does not fit ``response``.
+
+    Example:
+        >>> def approve(state):  # doctest: +SKIP
+        ...     decision = ask("refund", {"amount_cents": 1999}, response=Decision)
+        ...     return {"approved": decision.approved}
+    """
+    answer = interrupt(envelope(name, payload))
+    if response is None:
+        return answer
+    try:
+        return _converter.structure(answer, response)
+    except _STRUCTURE_ERRORS as exc:
+        msg = f"the answer to {name!r} does not fit {getattr(response, '__name__', response)}"
+        raise InvalidResponse(msg) from exc

@@ -1,0 +1,237 @@
+"""``LangGraphCheckpoints``: a checkpoint reader over a compiled graph's own checkpointer."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+
+from pausetoken._checkpoints import CHECKPOINTS_API_VERSION, PendingInterrupt
+from pausetoken.exceptions import (
+    CheckpointLost,
+    CheckpointNotFound,
+    ConfigurationError,
+    StaleToken,
+)
+from pausetoken_langgraph._ask import unwrap
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import CheckpointTuple, PendingWrite
+    from langgraph.pregel import Pregel
+    from langgraph.types import Interrupt as GraphInterrupt
+
+__all__ = ["LangGraphCheckpoints", "pending_interrupts"]
+
+logger = logging.getLogger("pausetoken.langgraph")
+
+# The channel names LangGraph persists in a checkpoint's pending writes. They are part of
+# the stored format, so they are spelled out here instead of imported from LangGraph's
+# private modules.
+_INTERRUPT: Final = "__interrupt__"
+_CONTROL_WRITES: Final = frozenset({_INTERRUPT, "__resume__", "__error__", "__error_source_node__"})
+_NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
+
+
+def pending_interrupts(writes: Sequence[PendingWrite] | None) -> dict[str, GraphInterrupt]:
+    """The interrupts of a checkpoint that still wait for an answer, by interrupt id.
+
+    The rule is LangGraph's own (``aget_state(config).interrupts`` of the thread head): a
+    task that recorded an output write finished, and its interrupts are answered; the
+    interrupts of every other task are pending. Answering one of several interrupts does
+    not create a new checkpoint, and the raw writes keep listing answered interrupts, so
+    the writes must be read this way rather than scanned for ``__interrupt__``.
+
+    Args:
+        writes: The checkpoint's pending writes ``(task_id, channel, value)``.
+
+    Returns:
+        The pending interrupts in the order LangGraph recorded them.
+    """
+    asked: dict[str, list[GraphInterrupt]] = {}
+    finished: set[str] = set()
+    for task_id, channel, value in writes or ():
+        if task_id == _NULL_TASK_ID:
+            continue
+        if channel == _INTERRUPT:
+            found = value if isinstance(value, Sequence) else [value]
+            asked.setdefault(task_id, []).extend(found)
+        elif channel not in _CONTROL_WRITES:
+            finished.add(task_id)
+    return {
+        item.id: item
+        for task_id, items in asked.items()
+        if task_id not in finished
+        for item in items
+    }
+
+
+class LangGraphCheckpoints:
+    """Reads a compiled LangGraph graph's checkpoints to refuse stale or foreign answers.
+
+    The reader only reads: it fetches the thread's head checkpoint with the checkpointer's
+    ``aget_tuple`` (one read, cheaper than ``aget_state``) and never writes into the
+    checkpointer. A token binds the head checkpoint's id, LangGraph's interrupt id and the
+    hash of the value LangGraph stored for that interrupt; redeeming it requires that the
+    checkpoint is still the head and that the interrupt still waits for an answer.
+
+    For an interrupt raised with :func:`~pausetoken_langgraph.ask` the stored value is
+    the envelope's ``payload``; for any other interrupt it is the raw interrupt value.
+
+    Unknown threads: with a checkpointer that keeps state in this process's memory
+    (``InMemorySaver``) a thread the checkpointer does not know was either never created
+    here or lost with a restart, and is answered with
+    :class:`~pausetoken.exceptions.CheckpointLost` (424). With any other checkpointer it is
+    :class:`~pausetoken.exceptions.CheckpointNotFound` (404). Pass ``persistent`` to
+    override the guess for a checkpointer of your own.
+
+    Args:
+        graph: The compiled graph, with its checkpointer.
+        persistent: Whether the checkpointer keeps state across processes (default:
+            everything but ``InMemorySaver``).
+
+    Raises:
+        ConfigurationError: the graph was compiled without a checkpointer.
+
+    Example:
+        >>> tokens = PauseTokens(  # doctest: +SKIP
+        ...     signer=signer, store=store, checkpoints=LangGraphCheckpoints(graph)
+        ... )
+    """
+
+    api_version = CHECKPOINTS_API_VERSION
+
+    def __init__(
+        self, graph: Pregel[Any, Any, Any, Any], *, persistent: bool | None = None
+    ) -> None:
+        """Create the reader; see the class docstring for the arguments."""
+        saver = graph.checkpointer
+        if not isinstance(saver, BaseCheckpointSaver):
+            msg = (
+                "the graph has no checkpointer of its own: compile it with one, for example "
+                "builder.compile(checkpointer=AsyncSqliteSaver(...))"
+            )
+            raise ConfigurationError(msg, code="langgraph_no_checkpointer")
+        self.graph = graph
+        self.saver: BaseCheckpointSaver[Any] = saver
+        self.persistent = not isinstance(saver, InMemorySaver) if persistent is None else persistent
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> NoReturn:
+        """Refuse to be built from settings: the reader needs the compiled graph.
+
+        Raises:
+            ConfigurationError: always; build the reader in code instead.
+        """
+        del url, options
+        msg = (
+            "the langgraph checkpoint reader needs the compiled graph: build it in code and "
+            "pass it as PauseTokens(..., checkpoints=LangGraphCheckpoints(graph)) or "
+            "PauseTokens.from_settings(settings, checkpoints=LangGraphCheckpoints(graph))"
+        )
+        raise ConfigurationError(msg, code="langgraph_needs_graph")
+
+    async def head(self, thread_id: str) -> CheckpointTuple:
+        """The thread's current (head) checkpoint with its pending writes.
+
+        Raises:
+            CheckpointNotFound: the (persistent) checkpointer does not know the thread.
+            CheckpointLost: the in-memory checkpointer does not know the thread.
+        """
+        config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        found = await self.saver.aget_tuple(config)
+        if found is None:
+            if self.persistent:
+                msg = "the checkpointer does not know the token's thread"
+                raise CheckpointNotFound(msg)
+            msg = (
+                "the in-memory checkpointer does not know the token's thread: it was created "
+                "in another process or lost when this one restarted"
+            )
+            raise CheckpointLost(msg)
+        return found
+
+    async def bind(
+        self,
+        *,
+        thread_id: str,
+        payload: Any,
+        interrupt_id: str | None = None,
+        checkpoint_id: str | None = None,
+    ) -> PendingInterrupt:
+        """At mint time: find the interrupt in the thread's head checkpoint.
+
+        Args:
+            thread_id: The run's thread.
+            payload: The payload given to ``mint`` (compared by the service with the
+                stored value this returns).
+            interrupt_id: LangGraph's interrupt id (from ``result["__interrupt__"]``).
+            checkpoint_id: The checkpoint the caller saw paused; it must still be the head.
+
+        Returns:
+            The pause, with the value LangGraph stored for the interrupt.
+
+        Raises:
+            ConfigurationError: no ``interrupt_id`` was given (LangGraph assigns them).
+            CheckpointNotFound: the thread is unknown (persistent checkpointer).
+            CheckpointLost: the thread is unknown (in-memory checkpointer).
+            StaleToken: the thread moved on from ``checkpoint_id``, or the interrupt is not
+                pending at the head.
+        """
+        del payload
+        if interrupt_id is None:
+            msg = (
+                "LangGraph assigns interrupt ids: pass the id of the pending interrupt "
+                "(or use mint_pending)"
+            )
+            raise ConfigurationError(msg, code="langgraph_interrupt_id_required")
+        head = await self.head(thread_id)
+        head_id = _checkpoint_id(head)
+        if checkpoint_id is not None and checkpoint_id != head_id:
+            msg = "the thread has moved on from the given checkpoint"
+            raise StaleToken(msg)
+        return self._pending_in(head, thread_id, head_id, interrupt_id)
+
+    async def pending(
+        self, *, thread_id: str, checkpoint_id: str, interrupt_id: str
+    ) -> PendingInterrupt:
+        """At redeem time: the token's checkpoint is the head and its interrupt pending.
+
+        Returns:
+            The pause, with the value LangGraph stored for the interrupt.
+
+        Raises:
+            CheckpointNotFound: the thread is unknown (persistent checkpointer).
+            CheckpointLost: the thread is unknown (in-memory checkpointer).
+            StaleToken: the thread moved on, or the interrupt was answered.
+        """
+        head = await self.head(thread_id)
+        head_id = _checkpoint_id(head)
+        # Compare the returned id: some checkpointers answer a lookup with the head.
+        if head_id != checkpoint_id:
+            msg = "the thread has moved on to another checkpoint"
+            raise StaleToken(msg)
+        return self._pending_in(head, thread_id, head_id, interrupt_id)
+
+    def _pending_in(
+        self, head: CheckpointTuple, thread_id: str, head_id: str, interrupt_id: str
+    ) -> PendingInterrupt:
+        found = pending_interrupts(head.pending_writes).get(interrupt_id)
+        if found is None:
+            msg = "the interrupt is not pending at the thread's current checkpoint"
+            raise StaleToken(msg)
+        return PendingInterrupt(thread_id, head_id, interrupt_id, stored_value(found))
+
+    async def aclose(self) -> None:
+        """Nothing to release: the graph and its checkpointer belong to the application."""
+
+
+def stored_value(found: GraphInterrupt) -> Any:
+    """The value a token binds for a LangGraph interrupt (the envelope's payload)."""
+    return unwrap(found.value)[1]
+
+
+def _checkpoint_id(head: CheckpointTuple) -> str:
+    return str(head.config["configurable"]["checkpoint_id"])

@@ -1,0 +1,321 @@
+"""``mint_pending`` after a run paused, and ``resume`` that answers a pause exactly once."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import secrets
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+
+from langgraph.types import Command
+
+from pausetoken._claims import fingerprint
+from pausetoken._hashing import hash_payload, to_json_value
+from pausetoken._store import ClaimOutcome, ClaimRequest
+from pausetoken.exceptions import (
+    ConfigurationError,
+    LeaseLost,
+    PauseTokenError,
+    RedemptionInProgress,
+    StaleToken,
+    StoreUnavailable,
+    UnknownInterrupt,
+)
+from pausetoken_langgraph._ask import unwrap
+from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Mapping
+    from datetime import timedelta
+
+    from langgraph.pregel import Pregel
+
+    from pausetoken import InterruptEvent, PauseTokens, Scope
+    from pausetoken._claims import Claims
+
+__all__ = ["mint_pending", "resume"]
+
+logger = logging.getLogger("pausetoken.langgraph")
+
+_T = TypeVar("_T")
+
+#: Keys of ``config["configurable"]`` that would make a resume address another place than
+#: the token's thread head (``checkpoint_id`` forks the thread).
+_ADDRESSING: Final = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns"})
+_INTERRUPT_KEY_DOMAIN: Final = b"pausetoken-langgraph/interrupt/v1\x00"
+
+
+def _reader_for(tokens: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> LangGraphCheckpoints:
+    reader = tokens.checkpoints
+    if not isinstance(reader, LangGraphCheckpoints) or reader.saver is not graph.checkpointer:
+        msg = (
+            "the service must read this graph's checkpoints: build it with "
+            "checkpoints=LangGraphCheckpoints(graph) for the graph being resumed"
+        )
+        raise ConfigurationError(msg, code="langgraph_reader_mismatch")
+    return reader
+
+
+async def mint_pending(
+    tokens: PauseTokens,
+    graph: Pregel[Any, Any, Any, Any],
+    config: Mapping[str, Any],
+    *,
+    scope: Scope,
+    run_id: str | None = None,
+    ttl: timedelta | None = None,
+    principal: str | None = None,
+    foreign: Literal["refuse", "skip"] = "refuse",
+) -> list[InterruptEvent[Any]]:
+    """Mint one token per pending interrupt of a run that returned paused.
+
+    Call it after ``ainvoke``/``astream`` returned with ``__interrupt__`` (never inside a
+    node: nodes re-run on resume). Each token binds the thread, the head checkpoint,
+    LangGraph's interrupt id and the hash of the payload LangGraph stored.
+
+    Every pending interrupt is minted again on each call: after one of several parallel
+    interrupts was answered, the others keep their first tokens, and a second token for
+    the same interrupt is refused once either was used (see :func:`resume`).
+
+    Args:
+        tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
+        graph: The compiled graph.
+        config: The run's config; only ``configurable.thread_id`` is read (a
+            ``checkpoint_id`` in it must still be the head).
+        scope: Who the pauses belong to.
+        run_id: The run id the tokens carry (default: ``config["run_id"]``, else the
+            thread id).
+        ttl: Token lifetime (default: the service's).
+        principal: The only principal allowed to answer, if any.
+        foreign: What to do with pending interrupts not raised by
+            :func:`~pausetoken_langgraph.ask`: ``"refuse"`` (the default) raises before
+            anything is minted, ``"skip"`` mints tokens for the others only.
+
+    Returns:
+        One event per minted token, in the order LangGraph recorded the interrupts; empty
+        when the run is not paused.
+
+    Raises:
+        ConfigurationError: the service does not read this graph's checkpoints, or the
+            config has no thread id.
+        UnknownInterrupt: a pending interrupt was not raised by ``ask`` (code
+            ``foreign_interrupt``) or its name is not registered.
+        StaleToken: the config names a checkpoint that is no longer the head.
+        CheckpointNotFound, CheckpointLost: the thread is unknown.
+        UnsupportedPayload: a stored payload does not fit its registered type.
+    """
+    reader = _reader_for(tokens, graph)
+    configurable = config.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if not isinstance(thread_id, str) or not thread_id:
+        msg = "the config has no configurable.thread_id"
+        raise ConfigurationError(msg, code="langgraph_thread_required")
+    if configurable.get("checkpoint_ns"):
+        msg = "tokens address the root graph: pass the thread's config, not a subgraph's"
+        raise ConfigurationError(msg, code="langgraph_subgraph_config")
+    head = await reader.head(thread_id)
+    head_id = str(head.config["configurable"]["checkpoint_id"])
+    seen_id = configurable.get("checkpoint_id")
+    if seen_id is not None and seen_id != head_id:
+        msg = "the thread has moved on from the checkpoint in the config"
+        raise StaleToken(msg)
+    asked: list[tuple[str, str, Any]] = []
+    for interrupt_id, found in pending_interrupts(head.pending_writes).items():
+        name, payload = unwrap(found.value)
+        if name is None:
+            if foreign == "refuse":
+                msg = (
+                    "a pending interrupt was not raised with ask(); pass foreign='skip' to "
+                    "mint tokens for the others"
+                )
+                raise UnknownInterrupt(msg, code="foreign_interrupt")
+            logger.info("foreign interrupt skipped", extra={"interrupt_id": interrupt_id})
+            continue
+        tokens.interrupt(name)  # every name is known before anything is minted
+        asked.append((interrupt_id, name, payload))
+    run = run_id if run_id is not None else str(config.get("run_id") or thread_id)
+    return [
+        await tokens.mint(
+            name,
+            payload,
+            scope=scope,
+            thread_id=thread_id,
+            run_id=run,
+            interrupt_id=interrupt_id,
+            checkpoint_id=head_id,
+            ttl=ttl,
+            principal=principal,
+        )
+        for interrupt_id, name, payload in asked
+    ]
+
+
+def _resume_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    base = dict(config or {})
+    configurable = dict(base.get("configurable") or {})
+    addressed = sorted(_ADDRESSING & configurable.keys())
+    if addressed:
+        msg = (
+            f"resume takes the thread from the token; remove {', '.join(addressed)} from "
+            "config['configurable'] (an old checkpoint_id would fork the thread)"
+        )
+        raise ConfigurationError(msg, code="langgraph_resume_addressed")
+    base["configurable"] = configurable
+    return base
+
+
+async def resume(
+    tokens: PauseTokens,
+    graph: Pregel[Any, Any, Any, Any],
+    token: str,
+    response: Any,
+    *,
+    scope: Scope,
+    principal: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    context: Any = None,
+) -> Any:
+    """Redeem a token and resume the paused run with the answer, exactly once.
+
+    The token is redeemed in two phases (:meth:`pausetoken.PauseTokens.redeem`): every
+    check runs before anything changes; the token, and then the interrupt it answers, are
+    claimed; the graph resumes with ``Command(resume={interrupt_id: answer})`` on the
+    token's thread (its head, never an old checkpoint); when ``ainvoke`` returns, both
+    claims are committed, and when it raises they are released and the error propagates,
+    so the same answer can be retried.
+
+    The interrupt claim makes the answer single-use per pause and not only per token: a
+    second token minted for the same interrupt cannot resume it again.
+
+    A retry of an answer that was already committed (same token, same answer) does not
+    resume the run again: it returns the graph's current state values.
+
+    Args:
+        tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
+        graph: The compiled graph.
+        token: The token from :func:`mint_pending`.
+        response: The answer (data that structures into the registered response type).
+        scope: The caller's scope.
+        principal: Who answers; required when the token is bound to a principal.
+        config: Extra run config (callbacks, tags, recursion limit, configurable values).
+            It must not name ``thread_id``, ``checkpoint_id`` or ``checkpoint_ns``: the
+            thread comes from the signed token.
+        context: The run context for graphs with a context schema.
+
+    Returns:
+        What ``graph.ainvoke`` returned (with ``__interrupt__`` if the run paused again),
+        or for an idempotent retry the current state values.
+
+    Raises:
+        ConfigurationError: the service does not read this graph, or ``config``
+            addresses a thread or checkpoint.
+        StaleToken: the run moved on, or the interrupt was answered with another token.
+        RedemptionInProgress: another redeemer holds the token or the interrupt.
+        PauseTokenError: any refusal of :meth:`pausetoken.PauseTokens.redeem`.
+        Exception: whatever the graph raised while resuming (the claims are released).
+    """
+    _reader_for(tokens, graph)
+    base = _resume_config(config)
+    async with tokens.redeem(token, response, scope=scope, principal=principal) as redemption:
+        claims = redemption.claims
+        run_config: Any = {**base, "configurable": {**base["configurable"]}}
+        run_config["configurable"]["thread_id"] = claims.thread_id
+        if redemption.replayed:
+            logger.info(
+                "idempotent retry: run not resumed again",
+                extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
+            )
+            return (await graph.aget_state(run_config)).values
+        answer = to_json_value(redemption.response, converter=tokens.converter)
+        response_hash = hash_payload(answer)
+        async with _claim_interrupt(tokens, claims, response_hash):
+            command: Command[Any] = Command(resume={claims.interrupt_id: answer})
+            return await graph.ainvoke(command, run_config, context=context)
+
+
+def interrupt_key(claims: Claims) -> str:
+    """The store key that makes an interrupt answerable once, whichever token carries it.
+
+    Args:
+        claims: The verified claims of a token.
+
+    Returns:
+        A ``jti``-shaped key (43 base64url characters) derived from thread, checkpoint and
+        interrupt id.
+    """
+    digest = hashlib.sha256(
+        _INTERRUPT_KEY_DOMAIN
+        + b"\x00".join(
+            part.encode("utf-8", "surrogatepass")
+            for part in (claims.thread_id, claims.checkpoint_id, claims.interrupt_id)
+        )
+    ).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+@asynccontextmanager
+async def _claim_interrupt(
+    tokens: PauseTokens, claims: Claims, response_hash: str
+) -> AsyncIterator[None]:
+    key = interrupt_key(claims)
+    lease_id = secrets.token_urlsafe(16)
+    now = tokens.clock()
+    result = await _store_call(
+        tokens.store.claim(
+            ClaimRequest(
+                jti=key,
+                scope_hash=claims.scope_hash,
+                name=claims.name,
+                response_hash=response_hash,
+                expires_at=_utc(claims.exp) + tokens.policy.leeway,
+                lease_id=lease_id,
+                lease_until=_utc(now) + tokens.lease,
+                now=_utc(now),
+            )
+        )
+    )
+    if result.outcome is ClaimOutcome.IN_PROGRESS:
+        retry_after = None
+        if result.lease_until is not None:
+            retry_after = max(0.0, result.lease_until.timestamp() - now)
+        msg = "another token for the same interrupt is being redeemed; retry later"
+        raise RedemptionInProgress(msg, retry_after=retry_after)
+    if result.outcome is not ClaimOutcome.CLAIMED:
+        logger.warning(
+            "interrupt already answered with another token",
+            extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
+        )
+        msg = "the interrupt was already answered with another token"
+        raise StaleToken(msg)
+    try:
+        yield
+    except BaseException:
+        await _release(tokens, key, lease_id)
+        raise
+    if not await _store_call(tokens.store.commit(key, lease_id)):
+        raise LeaseLost
+
+
+async def _release(tokens: PauseTokens, key: str, lease_id: str) -> None:
+    try:
+        await _store_call(tokens.store.release(key, lease_id))
+    except StoreUnavailable:
+        # The graph's own error is what the caller must see; the lease lapses by itself.
+        logger.exception("interrupt release failed; the claim lapses at its deadline")
+
+
+async def _store_call(call: Awaitable[_T]) -> _T:
+    try:
+        return await call
+    except PauseTokenError:
+        raise
+    except Exception as exc:
+        msg = f"the token store failed: {type(exc).__name__}"
+        raise StoreUnavailable(msg) from exc
+
+
+def _utc(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)

@@ -1,0 +1,146 @@
+"""Graphs, value types and helpers shared by the LangGraph integration tests."""
+
+from __future__ import annotations
+
+import operator
+import os
+import re
+import secrets
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+
+import attrs
+import pytest
+from langgraph.graph import END, START, StateGraph
+
+from pausetoken import Interrupt, Scope
+from pausetoken_langgraph import ask
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.pregel import Pregel
+
+POSTGRESQL_ENV = "PAUSETOKEN_TEST_POSTGRESQL_URL"
+SAVERS = ("memory", "sqlite", "postgresql")
+ACME = Scope("acme")
+
+
+@attrs.frozen
+class Refund:
+    order_id: str
+    amount_cents: int
+
+
+@attrs.frozen
+class Decision:
+    approved: bool
+    note: str = ""
+
+
+APPROVAL = Interrupt("approval", payload=Refund, response=Decision)
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def psycopg_conninfo(url: str) -> str:
+    """A libpq URL from a SQLAlchemy-style one (``postgresql+asyncpg://`` -> ``postgresql://``)."""
+    return re.sub(r"^postgres(?:ql)?(?:\+[a-z0-9_]+)?://", "postgresql://", url)
+
+
+def postgresql_url() -> str:
+    url = os.environ.get(POSTGRESQL_ENV)
+    if not url:
+        pytest.skip(f"{POSTGRESQL_ENV} is not set: no PostgreSQL server to test against")
+    return psycopg_conninfo(url)
+
+
+@attrs.define
+class Clock:
+    """A clock the tests move by hand."""
+
+    now: float = 1_900_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@attrs.define
+class Effects:
+    """Side effects the graphs' nodes cause, counted."""
+
+    done: list[str] = attrs.Factory(list)
+    fail_next: int = 0
+
+    def count(self, what: str) -> int:
+        return self.done.count(what)
+
+
+def refund_node(effects: Effects, name: str) -> Callable[[State], dict[str, Any]]:
+    def node(state: State) -> dict[str, Any]:
+        decision = ask("approval", Refund(f"order-{name}", 1999), response=Decision)
+        if effects.fail_next:
+            effects.fail_next -= 1
+            msg = "payment provider unavailable"
+            raise RuntimeError(msg)
+        effects.done.append(f"{name}:{decision.approved}")
+        return {"log": [f"{name}:{decision.approved}"]}
+
+    return node
+
+
+def two_questions_node(effects: Effects) -> Callable[[State], dict[str, Any]]:
+    def node(state: State) -> dict[str, Any]:
+        first = ask("approval", Refund("order-first", 100), response=Decision)
+        second = ask("approval", Refund("order-second", 200), response=Decision)
+        effects.done.append(f"both:{first.approved}:{second.approved}")
+        return {"log": [f"first:{first.approved}", f"second:{second.approved}"]}
+
+    return node
+
+
+@attrs.frozen
+class Graphs:
+    """Builders of the graphs the tests pause and resume."""
+
+    saver: BaseCheckpointSaver[Any]
+    effects: Effects
+
+    def single(self) -> Pregel[Any, Any, Any, Any]:
+        builder = StateGraph(State)
+        builder.add_node("refund", refund_node(self.effects, "refund"))
+        builder.add_edge(START, "refund")
+        builder.add_edge("refund", END)
+        return builder.compile(checkpointer=self.saver)
+
+    def parallel(self) -> Pregel[Any, Any, Any, Any]:
+        builder = StateGraph(State)
+        for name in ("left", "right"):
+            builder.add_node(name, refund_node(self.effects, name))
+            builder.add_edge(START, name)
+            builder.add_edge(name, END)
+        return builder.compile(checkpointer=self.saver)
+
+    def sequential(self) -> Pregel[Any, Any, Any, Any]:
+        builder = StateGraph(State)
+        builder.add_node("both", two_questions_node(self.effects))
+        builder.add_edge(START, "both")
+        builder.add_edge("both", END)
+        return builder.compile(checkpointer=self.saver)
+
+    def nested(self) -> Pregel[Any, Any, Any, Any]:
+        inner = StateGraph(State)
+        inner.add_node("refund", refund_node(self.effects, "inner"))
+        inner.add_edge(START, "refund")
+        inner.add_edge("refund", END)
+        builder = StateGraph(State)
+        builder.add_node("sub", inner.compile())
+        builder.add_edge(START, "sub")
+        builder.add_edge("sub", END)
+        return builder.compile(checkpointer=self.saver)
+
+
+def thread() -> dict[str, Any]:
+    return {"configurable": {"thread_id": f"thread-{secrets.token_hex(6)}"}}
