@@ -1,0 +1,309 @@
+"""LangGraphCheckpoints and ask(): what is pending, what is bound, what is refused."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from langgraph_support import ACME, APPROVAL, Refund, State, thread
+
+from pausetoken import (
+    JoseSigner,
+    KeyRing,
+    MemoryStore,
+    MemoryStoreWarning,
+    PauseTokens,
+    hash_payload,
+)
+from pausetoken._registry import load_checkpoints
+from pausetoken.exceptions import (
+    CheckpointLost,
+    CheckpointNotFound,
+    ConfigurationError,
+    InvalidResponse,
+    PayloadMismatch,
+    StaleToken,
+    UnknownInterrupt,
+)
+from pausetoken_langgraph import (
+    LangGraphCheckpoints,
+    ask,
+    envelope,
+    mint_pending,
+    pending_interrupts,
+    resume,
+    unwrap,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from langgraph_support import Graphs
+
+APPROVE = {"approved": True}
+
+
+async def _agrees_with_langgraph(graph: Any, config: dict[str, Any]) -> list[str]:
+    reader = LangGraphCheckpoints(graph)
+    head = await reader.head(config["configurable"]["thread_id"])
+    ours = list(pending_interrupts(head.pending_writes))
+    theirs = [i.id for i in (await graph.aget_state(config)).interrupts]
+    assert ours == theirs
+    return ours
+
+
+async def test_pending_interrupts_agree_with_aget_state_as_answers_arrive(
+    graphs: Graphs, make_tokens: Callable[..., PauseTokens]
+) -> None:
+    for build in (graphs.parallel, graphs.sequential, graphs.nested):
+        graph = build()
+        tokens = make_tokens(graph)
+        config = thread()
+        await graph.ainvoke({"log": []}, config)
+        while pending := await _agrees_with_langgraph(graph, config):
+            event = next(e for e in await mint_pending(tokens, graph, config, scope=ACME))
+            assert event.interrupt_id in pending
+            await resume(tokens, graph, event.token, APPROVE, scope=ACME)
+        await _agrees_with_langgraph(graph, config)
+
+
+async def test_a_graph_without_a_checkpointer_is_a_configuration_error() -> None:
+    builder = StateGraph(State)
+    builder.add_node("noop", lambda state: {"log": []})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    with pytest.raises(ConfigurationError) as refused:
+        LangGraphCheckpoints(builder.compile())
+    assert refused.value.code == "langgraph_no_checkpointer"
+
+
+def test_the_registry_entry_point_says_to_build_the_reader_in_code() -> None:
+    reader = load_checkpoints("langgraph")
+    assert reader is LangGraphCheckpoints
+    with pytest.raises(ConfigurationError) as refused:
+        reader.from_url("langgraph")
+    assert refused.value.code == "langgraph_needs_graph"
+    assert "LangGraphCheckpoints(graph)" in refused.value.detail
+
+
+async def test_an_unknown_thread_is_lost_in_memory_and_not_found_elsewhere(
+    graphs: Graphs,
+) -> None:
+    graph = graphs.single()
+    reader = LangGraphCheckpoints(graph)
+    expected = CheckpointLost if isinstance(graphs.saver, InMemorySaver) else CheckpointNotFound
+    with pytest.raises(expected):
+        await reader.pending(thread_id="nobody", checkpoint_id="c", interrupt_id="i")
+    assert LangGraphCheckpoints(graph, persistent=True).persistent
+    with pytest.raises(CheckpointNotFound):
+        await LangGraphCheckpoints(graph, persistent=True).head("nobody")
+
+
+async def test_bind_needs_the_interrupt_id_and_the_head_checkpoint(graphs: Graphs) -> None:
+    graph = graphs.single()
+    reader = LangGraphCheckpoints(graph)
+    config = thread()
+    paused = await graph.ainvoke({"log": []}, config)
+    thread_id = config["configurable"]["thread_id"]
+    [pause] = paused["__interrupt__"]
+
+    with pytest.raises(ConfigurationError):
+        await reader.bind(thread_id=thread_id, payload=None)
+    with pytest.raises(StaleToken):
+        await reader.bind(
+            thread_id=thread_id, payload=None, interrupt_id=pause.id, checkpoint_id="old"
+        )
+    with pytest.raises(StaleToken):
+        await reader.bind(thread_id=thread_id, payload=None, interrupt_id="0" * 32)
+    bound = await reader.bind(thread_id=thread_id, payload=None, interrupt_id=pause.id)
+    assert bound.value == {"order_id": "order-refund", "amount_cents": 1999}
+    assert (
+        bound.checkpoint_id
+        == (await graph.aget_state(config)).config["configurable"]["checkpoint_id"]
+    )
+
+
+async def test_mint_refuses_a_payload_other_than_the_one_langgraph_stored(graphs: Graphs) -> None:
+    graph = graphs.single()
+    tokens = _tokens(graph)
+    config = thread()
+    paused = await graph.ainvoke({"log": []}, config)
+    [pause] = paused["__interrupt__"]
+    with pytest.raises(PayloadMismatch):
+        await tokens.mint(
+            "approval",
+            Refund("order-other", 1),
+            scope=ACME,
+            thread_id=config["configurable"]["thread_id"],
+            run_id="run",
+            interrupt_id=pause.id,
+        )
+
+
+def _tokens(graph: Any) -> PauseTokens:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        tokens = PauseTokens(
+            signer=JoseSigner(KeyRing.generate()),
+            store=MemoryStore(),
+            checkpoints=LangGraphCheckpoints(graph),
+        )
+    tokens.register(APPROVAL)
+    return tokens
+
+
+def _mixed_graph(saver: Any) -> Any:
+    def raw(state: State) -> dict[str, Any]:
+        interrupt({"question": "not from ask"})
+        return {"log": ["raw"]}
+
+    def asked(state: State) -> dict[str, Any]:
+        ask("approval", Refund("order-mixed", 5))
+        return {"log": ["asked"]}
+
+    builder = StateGraph(State)
+    builder.add_node("raw", raw)
+    builder.add_node("asked", asked)
+    for name in ("raw", "asked"):
+        builder.add_edge(START, name)
+        builder.add_edge(name, END)
+    return builder.compile(checkpointer=saver)
+
+
+async def test_foreign_interrupts_are_refused_unless_skipping_is_asked_for(
+    graphs: Graphs,
+) -> None:
+    graph = _mixed_graph(graphs.saver)
+    tokens = _tokens(graph)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+
+    with pytest.raises(UnknownInterrupt) as refused:
+        await mint_pending(tokens, graph, config, scope=ACME)
+    assert refused.value.code == "foreign_interrupt"
+    events = await mint_pending(tokens, graph, config, scope=ACME, foreign="skip")
+    assert [event.payload for event in events] == [Refund("order-mixed", 5)]
+
+
+async def test_mint_pending_refuses_unregistered_names_before_minting_anything() -> None:
+    saver = InMemorySaver()
+
+    def node(state: State) -> dict[str, Any]:
+        ask("unregistered", {"x": 1})
+        return {"log": []}
+
+    builder = StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    graph = builder.compile(checkpointer=saver)
+    tokens = _tokens(graph)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+    with pytest.raises(UnknownInterrupt):
+        await mint_pending(tokens, graph, config, scope=ACME)
+
+
+async def test_mint_pending_and_resume_need_a_reader_for_the_same_graph(graphs: Graphs) -> None:
+    graph = graphs.single()
+    tokens = _tokens(_mixed_graph(InMemorySaver()))
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+    with pytest.raises(ConfigurationError) as refused:
+        await mint_pending(tokens, graph, config, scope=ACME)
+    assert refused.value.code == "langgraph_reader_mismatch"
+    with pytest.raises(ConfigurationError):
+        await resume(tokens, graph, "x.y.z", APPROVE, scope=ACME)
+    with pytest.raises(ConfigurationError):
+        await mint_pending(_tokens(graph), graph, {"configurable": {}}, scope=ACME)
+    with pytest.raises(StaleToken):
+        await mint_pending(
+            _tokens(graph),
+            graph,
+            {"configurable": {**config["configurable"], "checkpoint_id": "old"}},
+            scope=ACME,
+        )
+
+
+async def test_a_run_that_is_not_paused_mints_nothing(graphs: Graphs) -> None:
+    graph = graphs.single()
+    tokens = _tokens(graph)
+    config = thread()
+    paused = await graph.ainvoke({"log": []}, config)
+    await graph.ainvoke(Command(resume={paused["__interrupt__"][0].id: APPROVE}), config)
+    assert await mint_pending(tokens, graph, config, scope=ACME) == []
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@given(name=st.text(min_size=1, max_size=10), payload=json_values)
+def test_envelopes_unwrap_to_their_name_and_payload(name: str, payload: Any) -> None:
+    assert unwrap(envelope(name, payload)) == (name, payload)
+
+
+@given(value=json_values)
+def test_values_that_are_not_envelopes_are_foreign(value: Any) -> None:
+    assert unwrap(value) == (None, value)
+
+
+def test_near_envelopes_are_foreign() -> None:
+    for value in (
+        {"pausetoken": True, "name": "a", "payload": 1},
+        {"pausetoken": 2, "name": "a", "payload": 1},
+        {"pausetoken": 1, "name": 3, "payload": 1},
+        {"pausetoken": 1, "name": "a", "payload": 1, "extra": 0},
+    ):
+        assert unwrap(value)[0] is None
+
+
+async def test_ask_stores_tuples_as_lists_and_the_token_binds_that() -> None:
+    saver = InMemorySaver()
+
+    def node(state: State) -> dict[str, Any]:
+        ask("approval", {"order_id": "t", "amount_cents": 3, "tags": ("a", "b")})
+        return {"log": []}
+
+    builder = StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    graph = builder.compile(checkpointer=saver)
+    config = thread()
+    paused = await graph.ainvoke({"log": []}, config)
+    stored = paused["__interrupt__"][0].value
+    assert stored["payload"]["tags"] == ["a", "b"]
+    assert hash_payload(stored["payload"]) == hash_payload(
+        {"order_id": "t", "amount_cents": 3, "tags": ["a", "b"]}
+    )
+
+
+async def test_ask_refuses_an_answer_that_does_not_fit_its_type() -> None:
+    from langgraph_support import Decision
+
+    def node(state: State) -> dict[str, Any]:
+        ask("approval", Refund("order-typed", 1), response=Decision)
+        return {"log": []}
+
+    builder = StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = thread()
+    paused = await graph.ainvoke({"log": []}, config)
+    pause_id = paused["__interrupt__"][0].id
+    with pytest.raises(InvalidResponse):
+        await graph.ainvoke(Command(resume={pause_id: {"approved": "yes"}}), config)
