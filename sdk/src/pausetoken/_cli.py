@@ -308,6 +308,54 @@ def _backends(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- demo -----------------------------------------------------------------------------------
+
+_DEMO_MISSING: Final = (
+    "the demo runs a LangGraph graph on SQLite: "
+    'pip install "pausetoken[langgraph,sqlite,cli]" "pausetoken-langgraph[sqlite]"'
+)
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir", metavar="DIR", help="keep the SQLite files here (default: a temporary directory)"
+    )
+    parser.add_argument(
+        "--store", metavar="URL", help="token store URL (default: a SQLite file in the directory)"
+    )
+    parser.add_argument(
+        "--checkpointer",
+        metavar="URL",
+        help="postgresql://... for LangGraph's AsyncPostgresSaver (default: SQLite)",
+    )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415 - only the demo runs an event loop
+    import tempfile  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from pausetoken.exceptions import BackendNotInstalled  # noqa: PLC0415
+
+    try:
+        from pausetoken_langgraph._demo import run_demo  # noqa: PLC0415 - optional distribution
+    except ImportError as exc:
+        raise BackendNotInstalled(_DEMO_MISSING, code="demo_not_installed") from exc
+    console = _console()
+    with tempfile.TemporaryDirectory(prefix="pausetoken-demo-") as scratch:
+        directory = Path(args.dir) if args.dir else Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        passed = asyncio.run(
+            run_demo(
+                directory=directory,
+                store_url=args.store,
+                checkpointer_url=args.checkpointer,
+                console=console,
+            )
+        )
+    return EXIT_OK if passed else EXIT_REFUSED
+
+
 # -- registration and entry point -----------------------------------------------------------
 
 #: Every subcommand, in the order ``--help`` lists them.
@@ -325,6 +373,7 @@ COMMANDS: Final[tuple[Command, ...]] = (
         _backends_arguments,
         _backends,
     ),
+    Command("demo", "run a LangGraph approval flow end to end on SQLite", _demo_arguments, _demo),
 )
 
 
