@@ -40,7 +40,14 @@ def _installed(version: str) -> bool:
 
 PYTHONS = [version for version in SUPPORTED if _installed(version)] or SUPPORTED[:1]
 NEWEST, OLDER = PYTHONS[-1], PYTHONS[:-1]
-nox.options.sessions = ["tests", *(["compat"] if OLDER else []), "lint", "typing", "docs"]
+nox.options.sessions = [
+    "tests",
+    *(["compat"] if OLDER else []),
+    "lint",
+    "typing",
+    "docs",
+    "demo",
+]
 
 # backend -> (what to install, test paths, environment variable naming a server URL)
 BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
@@ -63,6 +70,16 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         ["./sdk[testing,cli]", "./backends/sqlalchemy[mysql]"],
         ["tests/backends/sqlalchemy"],
         "PAUSETOKEN_TEST_MYSQL_URL",
+    ),
+    # AsyncPostgresSaver tests use PAUSETOKEN_TEST_POSTGRESQL_URL when it is set, else skip.
+    "langgraph": (
+        [
+            "./sdk[testing,cli]",
+            "./backends/sqlalchemy[sqlite]",
+            "./backends/langgraph[sqlite,postgresql]",
+        ],
+        ["tests/backends/langgraph"],
+        None,
     ),
 }
 
@@ -109,6 +126,8 @@ def _run_tests(session: nox.Session, backend: str) -> None:
                 session.error(reason)
             session.skip(reason)
         env[url_variable] = url
+    elif backend == "langgraph":
+        env["PAUSETOKEN_TEST_POSTGRESQL_URL"] = os.environ.get("PAUSETOKEN_TEST_POSTGRESQL_URL", "")
     elif backend != "memory":
         # Only the selected server's tests run in a database session.
         for variable in ("PAUSETOKEN_TEST_POSTGRESQL_URL", "PAUSETOKEN_TEST_MYSQL_URL"):
@@ -154,3 +173,10 @@ def docs(session: nox.Session) -> None:
     session.run(
         "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
     )
+
+
+@nox.session(python=NEWEST)
+def demo(session: nox.Session) -> None:
+    """Run `pausetoken demo` (LangGraph on SQLite) against the built distributions."""
+    session.install(*BACKENDS["langgraph"][0])
+    session.run("pausetoken", "demo", *session.posargs)

@@ -132,7 +132,7 @@ async def mint_pending(
                     "mint tokens for the others"
                 )
                 raise UnknownInterrupt(msg, code="foreign_interrupt")
-            logger.info("foreign interrupt skipped", extra={"interrupt_id": interrupt_id})
+            logger.info("foreign interrupt skipped", extra={"interrupt": fingerprint(interrupt_id)})
             continue
         tokens.interrupt(name)  # every name is known before anything is minted
         asked.append((interrupt_id, name, payload))
