@@ -1,0 +1,44 @@
+"""Eight OS processes claim the same tokens: exactly one ``CLAIMED`` per token, none lost.
+
+Every process opens the store by URL on a table that does not exist yet, so the schema
+creation races too. ``PAUSETOKEN_RACE_TOKENS`` sets the number of tokens: 2,000 when ``CI``
+is set (the figure the store is held to), 300 otherwise to keep local runs short.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from sqlalchemy import func, select
+
+from pausetoken._claims import new_jti
+from pausetoken.testing import race_processes
+from pausetoken_sqlalchemy import SQLAlchemyStore
+
+PROCESSES = 8
+TOKENS = int(os.environ.get("PAUSETOKEN_RACE_TOKENS") or (2000 if os.environ.get("CI") else 300))
+
+
+async def test_processes_racing_for_the_same_tokens_get_exactly_one_winner_each(
+    url: str, table_name: str
+) -> None:
+    jtis = [new_jti() for _ in range(TOKENS)]
+    counts = await asyncio.to_thread(
+        race_processes,
+        url,
+        jtis,
+        processes=PROCESSES,
+        options={"table_name": table_name},
+        timeout=600,
+    )
+    assert counts == dict.fromkeys(jtis, 1)
+
+    store = SQLAlchemyStore.from_url(url, table_name=table_name)
+    try:
+        async with store.engine.connect() as conn:
+            query = select(store.table.c.state, func.count()).group_by(store.table.c.state)
+            rows = (await conn.execute(query)).all()
+    finally:
+        await store.aclose()
+    assert [tuple(row) for row in rows] == [("claimed", TOKENS)]
