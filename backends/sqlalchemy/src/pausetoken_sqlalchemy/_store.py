@@ -159,6 +159,14 @@ def _split_options(
     return cleaned, store, engine
 
 
+def _default_max_connections(engine: AsyncEngine, *, owned: bool) -> int:
+    """The whole pool of an engine the store created; half of an application's pool."""
+    pool = engine.pool
+    if not isinstance(pool, QueuePool):
+        return 1
+    return pool.size() if owned else max(1, pool.size() // 2)
+
+
 def _is_file_database(parsed: URL) -> bool:
     database = parsed.database or ""
     return database not in {"", ":memory:"} and "mode=memory" not in str(parsed.query)
@@ -195,8 +203,10 @@ class SQLAlchemyStore:
             ``postgresql+asyncpg`` or ``mysql+asyncmy`` / ``mariadb+asyncmy``. The store
             never disposes an engine it was handed.
         table_name: The redemptions table (default ``pausetoken_redemptions``).
-        max_connections: Connections the store holds at most (default: the pool size; always
-            1 for SQLite, which shares one connection).
+        max_connections: Connections the store holds at most (default: the pool size of an
+            engine it created, half the pool size of an engine it was handed; always 1 for
+            SQLite, which shares one connection). Its other work (schema creation) checks a
+            connection out for a moment, so leave some ``max_overflow`` when they are equal.
         timeout: Seconds one operation may take before it fails with ``StoreUnavailable``.
         ping_after: Ping a held connection idle for longer than this before reusing it.
         recycle_after: Give a held connection back to the pool after this many seconds.
@@ -228,8 +238,7 @@ class SQLAlchemyStore:
             msg = "timeout and recycle_after must be positive, ping_after not negative"
             raise ConfigurationError(msg)
         if max_connections is None:
-            pool = engine.pool
-            max_connections = pool.size() if isinstance(pool, QueuePool) else 1
+            max_connections = _default_max_connections(engine, owned=False)
         if max_connections < 1:
             msg = "max_connections must be at least 1"
             raise ConfigurationError(msg)
@@ -295,6 +304,7 @@ class SQLAlchemyStore:
             event.listen(
                 engine.sync_engine, "connect", _sqlite_pragmas(wal=_is_file_database(cleaned))
             )
+        store_options.setdefault("max_connections", _default_max_connections(engine, owned=True))
         store = cls(engine, **store_options)
         store._owns_engine = True  # the factory hands its engine over
         return store

@@ -1,0 +1,311 @@
+"""Claim speed of the SQLAlchemy store against the raw driver running the same statement.
+
+For each engine, in one process and one run:
+
+* claims/s at concurrency 1 and 16 through ``SQLAlchemyStore``, through the raw driver
+  executing the store's own claim statement on connections it opened itself (the baseline;
+  target ratio >= 0.8), and through SQLAlchemy Core with its defaults (``engine.begin()``
+  per claim, the "before" figure);
+* claim latency (median, p99) with 10,000 and with 1,000,000 rows in the table (target
+  ratio <= 1.5), the rows filled by one ``INSERT ... SELECT``.
+
+Every figure is the median of several rounds; rounds take turns so load spikes hit all
+candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
+``PAUSETOKEN_TEST_MYSQL_URL`` (loopback defaults otherwise); SQLite uses a temporary file.
+
+    python benchmarks/stores.py                       # every engine
+    python benchmarks/stores.py --engine postgresql   # one engine
+    python benchmarks/stores.py --quick               # fewer claims, 200,000 rows
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import itertools
+import os
+import secrets
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import aiosqlite
+import asyncmy
+import asyncpg
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from pausetoken import ClaimOutcome, ClaimRequest
+from pausetoken._claims import new_jti
+from pausetoken_sqlalchemy import SQLAlchemyStore
+from pausetoken_sqlalchemy._statements import ClaimArgs
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+DEFAULT_URLS = {
+    "postgresql": "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
+    "mysql": "mysql+asyncmy://root@127.0.0.1:3306/test",
+}
+ENV = {"postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL", "mysql": "PAUSETOKEN_TEST_MYSQL_URL"}
+CONCURRENCY = (1, 16)
+SCOPE = hashlib.sha256(b"bench scope").hexdigest()
+ANSWER = hashlib.sha256(b"bench answer").hexdigest()
+
+
+def requests(n: int) -> list[ClaimRequest]:
+    now = datetime.now(UTC)
+    return [
+        ClaimRequest(
+            jti=new_jti(),
+            scope_hash=SCOPE,
+            name="bench",
+            response_hash=ANSWER,
+            expires_at=now + timedelta(hours=1),
+            lease_id=new_jti(),
+            lease_until=now + timedelta(minutes=5),
+            now=now,
+        )
+        for _ in range(n)
+    ]
+
+
+def claim_params(request: ClaimRequest, family: str) -> tuple[Any, ...]:
+    a = ClaimArgs.from_request(request)
+    if family != "mysql":
+        return (
+            a.jti,
+            a.scope_hash,
+            a.name,
+            a.response_hash,
+            a.lease_id,
+            a.lease_until_us,
+            a.expires_at_us,
+            a.now_us,
+        )
+    n = a.now_us
+    return (
+        *(a.jti, a.scope_hash, a.name, a.response_hash, a.lease_id, a.lease_until_us),
+        *(a.expires_at_us, n, n, n, a.response_hash, n, n, a.scope_hash, n, a.name, n),
+        *(a.response_hash, n, a.lease_id, n, a.expires_at_us, n, a.lease_until_us),
+    )
+
+
+class RawDriver:
+    """The baseline: the driver alone, on connections it opened, running the same SQL."""
+
+    def __init__(self, family: str, url: str, sql: str) -> None:
+        self.family, self.url, self.sql = family, make_url(url), sql
+        self.conns: list[Any] = []
+        self.idle: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def open(self, size: int) -> None:
+        u = self.url
+        for _ in range(1 if self.family == "sqlite" else size):
+            if self.family == "postgresql":
+                dsn = u.set(drivername="postgresql").render_as_string(hide_password=False)
+                conn: Any = await asyncpg.connect(dsn)
+            elif self.family == "mysql":
+                conn = await asyncmy.connect(
+                    host=u.host,
+                    port=u.port or 3306,
+                    user=u.username,
+                    password=u.password or "",
+                    db=u.database,
+                    autocommit=True,
+                )
+            else:
+                conn = await aiosqlite.connect(u.database or "", isolation_level=None)
+                await conn.execute("PRAGMA busy_timeout = 30000")
+            self.conns.append(conn)
+            self.idle.put_nowait(conn)
+
+    async def close(self) -> None:
+        for conn in self.conns:
+            if self.family == "mysql":
+                await conn.ensure_closed()
+            else:
+                await conn.close()
+
+    async def claim(self, params: Sequence[Any]) -> None:
+        if self.family == "sqlite":  # one connection shared, as the store does
+            rows = await self.conns[0].execute_fetchall(self.sql, params)
+            assert rows
+            return
+        conn = await self.idle.get()
+        try:
+            if self.family == "postgresql":
+                assert await conn.fetch(self.sql, *params)
+            else:
+                async with conn.cursor() as cursor:
+                    await cursor.execute(self.sql, params)
+                    assert cursor.lastrowid == 0
+        finally:
+            self.idle.put_nowait(conn)
+
+
+async def rate(op: Callable[[int], Awaitable[None]], n: int, concurrency: int) -> float:
+    counter = itertools.count()
+
+    async def worker() -> None:
+        while (i := next(counter)) < n:
+            await op(i)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return n / (time.perf_counter() - start)
+
+
+async def throughput(
+    store: SQLAlchemyStore, raw: RawDriver, family: str, n: int, rounds: int
+) -> dict[int, dict[str, float]]:
+    sql = raw.sql
+    # Core gets its own engine: the store holds every connection of its pool.
+    core_engine = create_async_engine(store.engine.url, pool_size=16, max_overflow=0)
+    results: dict[int, dict[str, float]] = {}
+    for concurrency in CONCURRENCY:
+        samples: dict[str, list[float]] = {"store": [], "raw": [], "core": []}
+        for _ in range(rounds):
+            reqs = requests(n)
+
+            async def via_store(i: int, reqs: list[ClaimRequest] = reqs) -> None:
+                result = await store.claim(reqs[i])
+                assert result.outcome is ClaimOutcome.CLAIMED
+
+            samples["store"].append(await rate(via_store, n, concurrency))
+            params = [claim_params(r, family) for r in requests(n)]
+
+            async def via_raw(i: int, params: list[tuple[Any, ...]] = params) -> None:
+                await raw.claim(params[i])
+
+            samples["raw"].append(await rate(via_raw, n, concurrency))
+            core_params = [claim_params(r, family) for r in requests(n // 4)]
+
+            async def via_core(i: int, params: list[tuple[Any, ...]] = core_params) -> None:
+                async with core_engine.begin() as conn:
+                    await conn.exec_driver_sql(sql, params[i])
+
+            samples["core"].append(await rate(via_core, n // 4, concurrency))
+        results[concurrency] = {k: statistics.median(v) for k, v in samples.items()}
+    await core_engine.dispose()
+    return results
+
+
+def fill_sql(family: str, table: str, start: int, count: int) -> str:
+    far = 4_000_000_000_000_000  # expires far in the future: nothing gets purged
+    cols = (
+        "(jti, scope_hash, name, state, response_hash, lease_id, lease_until_us,"
+        " expires_at_us, created_at_us, updated_at_us)"
+    )
+    values = f"'{SCOPE}', 'fill', 'redeemed', '{ANSWER}', 'fill', 0, {far}, 0, 0"
+    if family == "postgresql":
+        return (
+            f"INSERT INTO {table} {cols} SELECT convert_to('fill-' || g, 'UTF8'), {values}"
+            f" FROM generate_series({start}, {start + count - 1}) AS g"
+        )
+    if family == "sqlite":
+        return (
+            f"WITH RECURSIVE s(g) AS (SELECT {start} UNION ALL SELECT g + 1 FROM s"
+            f" WHERE g < {start + count - 1}) INSERT INTO {table} {cols}"
+            f" SELECT CAST('fill-' || g AS BLOB), {values} FROM s"
+        )
+    digits = "(SELECT 0 d UNION ALL " + " UNION ALL ".join(f"SELECT {i}" for i in range(1, 10))
+    powers = [10**i for i in range(len(str(count - 1)) or 1)]
+    joins = ", ".join(f"{digits}) p{i}" for i in range(len(powers)))
+    number = " + ".join(f"p{i}.d * {p}" for i, p in enumerate(powers))
+    return (
+        f"INSERT INTO {table} {cols} SELECT CAST(CONCAT('fill-', {start} + {number}) AS BINARY),"
+        f" {values} FROM {joins} WHERE {number} < {count}"
+    )
+
+
+async def fill_to(store: SQLAlchemyStore, family: str, rows: int) -> float:
+    table = store.engine.dialect.identifier_preparer.format_table(store.table)
+    async with store.engine.begin() as conn:
+        have = (await conn.execute(text(f"SELECT COUNT(*) FROM {table}"))).scalar_one()
+        start = time.perf_counter()
+        if rows > have:
+            await conn.execute(text(fill_sql(family, table, have, rows - have)))
+    return time.perf_counter() - start
+
+
+async def latency(store: SQLAlchemyStore, n: int, rounds: int) -> tuple[float, float]:
+    medians, p99s = [], []
+    for _ in range(rounds):
+        samples = []
+        for request in requests(n):
+            start = time.perf_counter()
+            await store.claim(request)
+            samples.append(time.perf_counter() - start)
+        samples.sort()
+        medians.append(statistics.median(samples))
+        p99s.append(samples[int(len(samples) * 0.99) - 1])
+    return statistics.median(medians) * 1e6, statistics.median(p99s) * 1e6
+
+
+async def bench(family: str, url: str, *, quick: bool) -> None:
+    n, rounds = (1000, 3) if quick else (4000, 5)
+    big = 200_000 if quick else 1_000_000
+    table = f"pt_bench_{secrets.token_hex(4)}"
+    options: dict[str, Any] = {"table_name": table}
+    if family != "sqlite":
+        options.update(pool_size=16, max_overflow=2)  # the store holds 16
+    store = SQLAlchemyStore.from_url(url, **options)
+    print(f"\n== {family}: {store!r}")
+    try:
+        await store.ensure_schema()
+        claim_sql = store._statements._claim_sql  # type: ignore[attr-defined]  # noqa: SLF001
+        raw = RawDriver(family, store.engine.url.render_as_string(hide_password=False), claim_sql)
+        await raw.open(16)
+        try:
+            by_concurrency = await throughput(store, raw, family, n, rounds)
+        finally:
+            await raw.close()
+        print(f"{'concurrency':>11} {'store/s':>9} {'raw/s':>9} {'ratio':>6} {'core/s':>9}")
+        for concurrency, r in by_concurrency.items():
+            print(
+                f"{concurrency:>11} {r['store']:>9,.0f} {r['raw']:>9,.0f}"
+                f" {r['store'] / r['raw']:>6.2f} {r['core']:>9,.0f}"
+            )
+        async with store.engine.begin() as conn:
+            await conn.execute(text(f"DELETE FROM {table}"))
+        lat: dict[int, tuple[float, float]] = {}
+        for rows in (10_000, big):
+            took = await fill_to(store, family, rows)
+            lat[rows] = await latency(store, n // 2, rounds)
+            print(
+                f"rows {rows:>9,} (filled in {took:5.1f} s): claim median {lat[rows][0]:7.0f} µs,"
+                f" p99 {lat[rows][1]:7.0f} µs"
+            )
+        print(f"latency ratio {big:,} / 10,000 rows: {lat[big][0] / lat[10_000][0]:.2f}")
+    finally:
+        async with store.engine.begin() as conn:
+            await conn.execute(text(f"DROP TABLE {table}"))
+            await conn.execute(
+                text("DELETE FROM pausetoken_schema WHERE table_name = :t"), {"t": table}
+            )
+        await store.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", choices=["sqlite", "postgresql", "mysql", "all"], default="all")
+    parser.add_argument("--quick", action="store_true", help="fewer claims, 200,000 rows")
+    args = parser.parse_args()
+    engines = ["sqlite", "postgresql", "mysql"] if args.engine == "all" else [args.engine]
+    with tempfile.TemporaryDirectory() as tmp:
+        for family in engines:
+            if family == "sqlite":
+                url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+            else:
+                url = os.environ.get(ENV[family]) or DEFAULT_URLS[family]
+            asyncio.run(bench(family, url, quick=args.quick))
+
+
+if __name__ == "__main__":
+    main()
