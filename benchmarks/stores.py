@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 import asyncmy
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine

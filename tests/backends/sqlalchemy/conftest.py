@@ -14,7 +14,7 @@ import secrets
 from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import MetaData, delete, text
+from sqlalchemy import MetaData, delete, inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pausetoken_sqlalchemy import SCHEMA_TABLE_NAME, SQLAlchemyStore, make_schema_table
@@ -56,11 +56,11 @@ async def drop_tables(url: str, *names: str) -> None:
     try:
         async with engine.begin() as conn:
             preparer = engine.dialect.identifier_preparer
+            existing = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
             for name in names:
-                exists = await conn.run_sync(lambda c, n=name: engine.dialect.has_table(c, n))
-                if exists:
+                if name in existing:
                     await conn.execute(text(f"DROP TABLE {preparer.quote(name)}"))
-            if await conn.run_sync(lambda c: engine.dialect.has_table(c, SCHEMA_TABLE_NAME)):
+            if SCHEMA_TABLE_NAME in existing:
                 marker = make_schema_table(MetaData())
                 await conn.execute(delete(marker).where(marker.c.table_name.in_(names)))
     finally:

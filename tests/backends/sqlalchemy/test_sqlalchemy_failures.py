@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import asyncmy
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy.engine import make_url
 
