@@ -338,3 +338,11 @@ async def test_mysql_claims_make_the_driver_log_no_warnings(
         ClaimOutcome.REVOKED,
     ]
     assert [r for r in caplog.records if r.name.startswith("asyncmy")] == []
+
+
+def test_a_sqlite_without_returning_is_refused_at_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sqlite3.sqlite_version_info", (3, 34, 1))
+    with pytest.raises(ConfigurationError, match=r"3\.35"):
+        SQLAlchemyStore.from_url(f"sqlite+aiosqlite:///{tmp_path}/t.db")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import sqlite3
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
 from sqlalchemy import MetaData, event, select, text
@@ -83,6 +84,7 @@ _POOL_OPTIONS: Final[dict[str, Callable[[str], Any]]] = {
     "pool_pre_ping": lambda value: value.lower() in {"1", "true", "yes", "on"},
 }
 _SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+_SQLITE_MIN_VERSION: Final = (3, 35, 0)
 # pg_advisory_lock key serialising schema creation ("paus" in ASCII).
 _PG_SCHEMA_LOCK: Final = 0x70617573
 _MYSQL_SCHEMA_LOCK: Final = "pausetoken_schema"
@@ -234,6 +236,12 @@ class SQLAlchemyStore:
             msg = "SQLAlchemyStore needs an AsyncEngine (sqlalchemy.ext.asyncio)"
             raise ConfigurationError(msg)
         family = _family_of(engine)
+        if family == "sqlite" and sqlite3.sqlite_version_info < _SQLITE_MIN_VERSION:
+            msg = (
+                f"the SQLite store needs SQLite 3.35 or newer (RETURNING); this Python has "
+                f"{sqlite3.sqlite_version}"
+            )
+            raise ConfigurationError(msg)
         if timeout <= 0 or ping_after < 0 or recycle_after <= 0:
             msg = "timeout and recycle_after must be positive, ping_after not negative"
             raise ConfigurationError(msg)
