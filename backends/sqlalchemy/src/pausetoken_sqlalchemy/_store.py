@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from pausetoken._store import STORE_API_VERSION
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
 from pausetoken_sqlalchemy._connections import ConnectionSet
 from pausetoken_sqlalchemy._schema import (
@@ -217,8 +216,8 @@ class SQLAlchemyStore:
         ConfigurationError: The engine uses another driver, or an option is invalid.
     """
 
-    #: The store protocol version this class implements.
-    api_version: ClassVar[int] = STORE_API_VERSION
+    #: The store protocol version this class implements (``pausetoken.TokenStore`` 1).
+    api_version: ClassVar[int] = 1
 
     def __init__(
         self,
