@@ -267,6 +267,11 @@ async def test_pool_and_store_options_come_from_the_url_query_and_keywords(
         assert store.table.name == "from_keyword"
     finally:
         await store.aclose()
+    store = SQLAlchemyStore.from_url(f"sqlite+aiosqlite:///{tmp_path}/t.db", pool_size="4")
+    try:
+        assert store.engine.pool.size() == 4  # type: ignore[attr-defined]
+    finally:
+        await store.aclose()
 
 
 async def test_a_url_without_a_driver_gets_the_supported_one() -> None:

@@ -143,19 +143,20 @@ def _split_options(
     store: dict[str, Any] = {}
     engine: dict[str, Any] = {}
     label = parsed.render_as_string(hide_password=True)
-    for key, value in parsed.query.items():
+    from_query = {k: v if isinstance(v, str) else v[-1] for k, v in parsed.query.items()}
+    # Keywords win over the query; strings (from either, or from settings) are converted.
+    for key, value in [*from_query.items(), *options.items()]:
         convert = _STORE_OPTIONS.get(key) or _POOL_OPTIONS.get(key)
         if convert is None:
+            if key in options:
+                engine[key] = value
             continue
-        raw = value if isinstance(value, str) else value[-1]
         try:
-            converted = convert(raw)
+            converted = convert(value) if isinstance(value, str) else value
         except ValueError as exc:
-            msg = f"{label}: the URL option {key} has an invalid value"
+            msg = f"{label}: the option {key} has an invalid value"
             raise ConfigurationError(msg) from exc
         (store if key in _STORE_OPTIONS else engine)[key] = converted
-    for key, value in options.items():
-        (store if key in _STORE_OPTIONS else engine)[key] = value
     cleaned = parsed.difference_update_query([*_STORE_OPTIONS, *_POOL_OPTIONS])
     return cleaned, store, engine
 
