@@ -49,6 +49,11 @@ nox.options.sessions = [
     "demo",
 ]
 
+SERVER_VARIABLES = {
+    "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
+    "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
+}
+
 # backend -> (what to install, test paths, environment variable naming a server URL)
 BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
     "memory": (
@@ -57,19 +62,19 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         None,
     ),
     "sqlite": (
-        ["./sdk[testing,cli]", "./backends/sqlalchemy[sqlite]"],
+        ["./sdk[testing,cli]", "./backends/sqlalchemy[sqlite,postgresql,mysql]"],
         ["tests/backends/sqlalchemy"],
         None,
     ),
     "postgresql": (
-        ["./sdk[testing,cli]", "./backends/sqlalchemy[postgresql]"],
+        ["./sdk[testing,cli]", "./backends/sqlalchemy[sqlite,postgresql,mysql]"],
         ["tests/backends/sqlalchemy"],
-        "PAUSETOKEN_TEST_POSTGRESQL_URL",
+        SERVER_VARIABLES["postgresql"],
     ),
     "mysql": (
-        ["./sdk[testing,cli]", "./backends/sqlalchemy[mysql]"],
+        ["./sdk[testing,cli]", "./backends/sqlalchemy[sqlite,postgresql,mysql]"],
         ["tests/backends/sqlalchemy"],
-        "PAUSETOKEN_TEST_MYSQL_URL",
+        SERVER_VARIABLES["mysql"],
     ),
     # AsyncPostgresSaver tests use PAUSETOKEN_TEST_POSTGRESQL_URL when it is set, else skip.
     "langgraph": (
@@ -118,6 +123,9 @@ if OLDER:
 def _run_tests(session: nox.Session, backend: str) -> None:
     install, paths, url_variable = BACKENDS[backend]
     env = {"PAUSETOKEN_TEST_BACKEND": backend}
+    if backend in {"sqlite", "postgresql", "mysql"}:
+        # A database session tests its own server only (SQLite needs none).
+        env.update(dict.fromkeys(SERVER_VARIABLES.values(), ""))
     if url_variable is not None:
         url = os.environ.get(url_variable)
         if not url:
@@ -126,12 +134,6 @@ def _run_tests(session: nox.Session, backend: str) -> None:
                 session.error(reason)
             session.skip(reason)
         env[url_variable] = url
-    elif backend == "langgraph":
-        env["PAUSETOKEN_TEST_POSTGRESQL_URL"] = os.environ.get("PAUSETOKEN_TEST_POSTGRESQL_URL", "")
-    elif backend != "memory":
-        # Only the selected server's tests run in a database session.
-        for variable in ("PAUSETOKEN_TEST_POSTGRESQL_URL", "PAUSETOKEN_TEST_MYSQL_URL"):
-            env[variable] = ""
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     session.install(*[item for item in install if (ROOT / item.split("[")[0]).exists()])
     if ON_CI:
