@@ -46,7 +46,7 @@ from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable
 
 DEFAULT_URLS = {
     "postgresql": "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
@@ -75,10 +75,10 @@ def requests(n: int) -> list[ClaimRequest]:
     ]
 
 
-def claim_params(request: ClaimRequest, family: str) -> tuple[Any, ...]:
+def claim_params(request: ClaimRequest, family: str) -> Any:
     a = ClaimArgs.from_request(request)
     if family != "mysql":
-        return (
+        ordered = (
             a.jti,
             a.scope_hash,
             a.name,
@@ -88,6 +88,9 @@ def claim_params(request: ClaimRequest, family: str) -> tuple[Any, ...]:
             a.expires_at_us,
             a.now_us,
         )
+        if family == "sqlite":  # the statement uses named placeholders :p1 ... :p8
+            return {f"p{i}": value for i, value in enumerate(ordered, start=1)}
+        return ordered
     n = a.now_us
     return (
         *(a.jti, a.scope_hash, a.name, a.response_hash, a.lease_id, a.lease_until_us),
@@ -132,7 +135,7 @@ class RawDriver:
             else:
                 await conn.close()
 
-    async def claim(self, params: Sequence[Any]) -> None:
+    async def claim(self, params: Any) -> None:
         if self.family == "sqlite":  # one connection shared, as the store does
             rows = await self.conns[0].execute_fetchall(self.sql, params)
             assert rows
@@ -180,13 +183,13 @@ async def throughput(
             samples["store"].append(await rate(via_store, n, concurrency))
             params = [claim_params(r, family) for r in requests(n)]
 
-            async def via_raw(i: int, params: list[tuple[Any, ...]] = params) -> None:
+            async def via_raw(i: int, params: list[Any] = params) -> None:
                 await raw.claim(params[i])
 
             samples["raw"].append(await rate(via_raw, n, concurrency))
             core_params = [claim_params(r, family) for r in requests(n // 4)]
 
-            async def via_core(i: int, params: list[tuple[Any, ...]] = core_params) -> None:
+            async def via_core(i: int, params: list[Any] = core_params) -> None:
                 async with core_engine.begin() as conn:
                     await conn.exec_driver_sql(sql, params[i])
 

@@ -338,10 +338,13 @@ class SqliteStatements(_ReturningStatements):
 
     @staticmethod
     def _param(index: int) -> str:
-        return f"?{index}"
+        # Named, not numbered (``?1``): Python 3.12 deprecates numbered placeholders bound
+        # from a sequence and 3.14 refuses them.
+        return f":p{index}"
 
     async def _fetch(self, conn: Any, sql: str, args: Sequence[Any]) -> Sequence[Any]:
-        rows: Sequence[Any] = await conn.execute_fetchall(sql, args)
+        named = {f"p{index}": value for index, value in enumerate(args, start=1)}
+        rows: Sequence[Any] = await conn.execute_fetchall(sql, named)
         return rows
 
 
