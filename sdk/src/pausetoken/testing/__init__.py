@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a test with the im
 # Before importing them, so that their asserts explain themselves when they fail.
 pytest.register_assert_rewrite("pausetoken.testing._stateful", "pausetoken.testing._stores")
 
-from pausetoken.testing._race import race_processes  # noqa: E402
+from pausetoken._race import race_processes  # noqa: E402
 from pausetoken.testing._stateful import (  # noqa: E402
     TokenStoreMachine,
     check_store_state_machine,

@@ -1,4 +1,9 @@
-"""``race_processes``: several OS processes claim the same tokens through one store URL."""
+"""``race_processes``: several OS processes claim the same tokens through one store URL.
+
+It lives outside :mod:`pausetoken.testing` so that each spawned worker imports only the core
+(not pytest and hypothesis), which keeps a race's start-up short. It is public as
+:func:`pausetoken.testing.race_processes`.
+"""
 
 from __future__ import annotations
 
