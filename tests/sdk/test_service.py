@@ -230,7 +230,7 @@ async def test_a_body_that_raises_releases_the_claim(
     tokens: PauseTokens, store: MemoryStore
 ) -> None:
     token = await mint(tokens)
-    jti = tokens.verify(token).jti
+    jti = tokens.verify(token).pause_key
     with pytest.raises(RuntimeError, match="resume failed"):  # noqa: PT012 - the body is the point
         async with tokens.redeem(token, {"approved": True}, scope=ACME):
             assert (await store.status(jti)).state is TokenState.CLAIMED  # type: ignore[union-attr]
@@ -466,14 +466,38 @@ async def test_a_revoked_token_cannot_be_redeemed(tokens: PauseTokens) -> None:
     assert await tokens.status(token, scope=ACME) is TokenStatus.REVOKED
 
 
-async def test_revoking_by_jti_works_and_checks_the_scope(tokens: PauseTokens) -> None:
-    token = await mint(tokens)
-    jti = tokens.verify(token).jti
-    assert await tokens.revoke(jti, scope=ACME) is TokenStatus.REVOKED
-    with pytest.raises(ScopeMismatch):
-        await tokens.revoke(jti, scope=GLOBEX)
+async def test_two_tokens_for_one_pause_answer_it_once(
+    tokens: PauseTokens, checkpoints: MemoryCheckpoints
+) -> None:
+    first = await tokens.mint(
+        "refund", Refund("o-1", 500), scope=ACME, thread_id="t", run_id="r", interrupt_id="i-1"
+    )
+    twin = await tokens.mint(
+        "refund", Refund("o-1", 500), scope=ACME, thread_id="t", run_id="r", interrupt_id="i-1"
+    )
+    assert tokens.verify(first.token).jti != tokens.verify(twin.token).jti
+    async with tokens.redeem(first.token, {"approved": True}, scope=ACME):
+        with pytest.raises(RedemptionInProgress):
+            await tokens.consume(twin.token, {"approved": False}, scope=ACME)
+    with pytest.raises(AlreadyRedeemed):
+        await tokens.consume(twin.token, {"approved": False}, scope=ACME)
+    assert (await tokens.consume(twin.token, {"approved": True}, scope=ACME)).replayed is True
+    assert await tokens.status(twin.token, scope=ACME) is TokenStatus.REDEEMED
+
+
+async def test_revoking_a_token_revokes_its_pause(tokens: PauseTokens) -> None:
+    first = await mint(tokens)
+    twin = await tokens.mint(
+        "refund",
+        {"order_id": "o-1", "amount_cents": 500},
+        scope=ACME,
+        thread_id="thread-1",
+        run_id="run-1",
+        interrupt_id=tokens.verify(first).interrupt_id,
+    )
+    assert await tokens.revoke(first, scope=ACME) is TokenStatus.REVOKED
     with pytest.raises(TokenRevoked):
-        await tokens.consume(token, {"approved": True}, scope=ACME)
+        await tokens.consume(twin.token, {"approved": True}, scope=ACME)
 
 
 async def test_revoking_another_tenants_token_is_refused(tokens: PauseTokens) -> None:

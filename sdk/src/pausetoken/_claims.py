@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import re
 import secrets
 from datetime import UTC as _UTC
@@ -107,6 +109,19 @@ class Claims:
     def expires_at(self) -> datetime:
         """``exp`` as an aware UTC datetime."""
         return datetime.fromtimestamp(self.exp, tz=_UTC)
+
+    @property
+    def pause_key(self) -> str:
+        """The store key of the pause this token answers.
+
+        Every token minted for one pause (same scope, thread, checkpoint and interrupt)
+        has the same key, so the pause is answered once whichever token carries the answer.
+        It has the form of a ``jti`` (43 base64url characters of a sha256).
+        """
+        bound = [self.scope_hash, self.thread_id, self.checkpoint_id, self.interrupt_id]
+        encoded = json.dumps(["pausetoken.pause.v1", *bound], ensure_ascii=False)
+        digest = hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).digest()
+        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON claim set, without absent optional claims."""

@@ -382,6 +382,9 @@ class PauseTokens:
         normal exit commits, an exception releases (the token can be redeemed again) and
         propagates.
 
+        The claim is per pause, not per token: tokens minted twice for one pause share it,
+        so the pause is answered once whichever token carries the answer.
+
         When ``redemption.replayed`` is true, the same answer was already committed: the
         run was resumed then, so the body must not resume it again.
 
@@ -419,12 +422,13 @@ class PauseTokens:
         if checked.stale is not None:
             yield await self._replay_or_raise(checked, checked.stale)
             return
+        key = claims.pause_key
         lease_id = secrets.token_urlsafe(16)
         now = checked.now
         result = await self._store_call(
             self.store.claim(
                 ClaimRequest(
-                    jti=claims.jti,
+                    jti=key,
                     scope_hash=claims.scope_hash,
                     name=claims.name,
                     response_hash=checked.response_hash,
@@ -442,9 +446,9 @@ class PauseTokens:
         try:
             yield self._redemption(checked, replayed=False)
         except BaseException:
-            await self._release(claims.jti, lease_id)
+            await self._release(key, lease_id)
             raise
-        if not await self._store_call(self.store.commit(claims.jti, lease_id)):
+        if not await self._store_call(self.store.commit(key, lease_id)):
             logger.error(
                 "lease lost before commit",
                 extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
@@ -501,7 +505,7 @@ class PauseTokens:
     async def _replay_or_raise(
         self, checked: _Checked, stale: StaleToken | CheckpointNotFound
     ) -> Redemption[Any, Any]:
-        record = await self._store_call(self.store.status(checked.claims.jti))
+        record = await self._store_call(self.store.status(checked.claims.pause_key))
         if record is None or record.state is TokenState.CLAIMED:
             raise stale
         if record.state is TokenState.REVOKED:
@@ -543,16 +547,16 @@ class PauseTokens:
             time_to_answer=timedelta(seconds=max(0.0, checked.now - checked.claims.iat)),
         )
 
-    async def _release(self, jti: str, lease_id: str) -> None:
+    async def _release(self, key: str, lease_id: str) -> None:
         try:
-            released = await self._store_call(self.store.release(jti, lease_id))
+            released = await self._store_call(self.store.release(key, lease_id))
         except StoreUnavailable:
             # The body's own exception is what the caller must see; the lease lapses by
             # itself and the token becomes redeemable again then.
             logger.exception("release failed; the claim lapses at its deadline")
             return
         if not released:
-            logger.warning("release found another lease holder", extra={"jti": fingerprint(jti)})
+            logger.warning("release found another lease holder", extra={"pause": fingerprint(key)})
 
     async def _store_call(self, call: Awaitable[_T]) -> _T:
         try:
@@ -603,38 +607,34 @@ class PauseTokens:
 
     # -- revocation and status ------------------------------------------------------------
 
-    async def revoke(self, token_or_jti: str, *, scope: Scope) -> TokenStatus:
-        """Revoke a token (given whole, or by its ``jti``) unless it was redeemed.
+    async def revoke(self, token: str, *, scope: Scope) -> TokenStatus:
+        """Revoke the pause a token answers, unless it was already answered.
+
+        The store keeps one row per pause, so this revokes every token minted for it.
 
         Returns:
-            The token's status afterwards: ``REVOKED``; ``REDEEMED`` if it was too late;
-            ``EXPIRED`` for a whole token that expired (it can never be redeemed).
+            The status afterwards: ``REVOKED``; ``REDEEMED`` if it was too late; ``EXPIRED``
+            for a token that expired (it can never be redeemed anyway).
 
         Raises:
-            InvalidToken: a whole token that does not verify.
+            InvalidToken: the token does not verify.
             ScopeMismatch: the token belongs to another scope.
         """
-        scope_hash = hash_scope(scope)
-        now = self.clock()
-        if "." in token_or_jti:
-            try:
-                claims = verify_token(token_or_jti, signer=self.signer, policy=self.policy, now=now)
-            except TokenExpired:
-                return TokenStatus.EXPIRED  # it can never be redeemed again anyway
-            if not hmac.compare_digest(claims.scope_hash, scope_hash):
-                raise ScopeMismatch
-            jti, name, keep_until = claims.jti, claims.name, _utc(claims.exp)
-        else:
-            jti, name = token_or_jti, ""
-            # Without the token its expiry is unknown; no token lives longer than this.
-            keep_until = _utc(now) + self.policy.max_lifetime
-            known = await self._store_call(self.store.status(jti))
-            if known is not None and not hmac.compare_digest(known.scope_hash, scope_hash):
-                raise ScopeMismatch
+        try:
+            claims = verify_token(token, signer=self.signer, policy=self.policy, now=self.clock())
+        except TokenExpired:
+            return TokenStatus.EXPIRED
+        if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
+            raise ScopeMismatch
         record = await self._store_call(
-            self.store.revoke(jti, scope_hash, name, keep_until + self.policy.leeway)
+            self.store.revoke(
+                claims.pause_key,
+                claims.scope_hash,
+                claims.name,
+                _utc(claims.exp) + self.policy.leeway,
+            )
         )
-        logger.info("revoked", extra={"jti": fingerprint(jti)})
+        logger.info("revoked", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
         return _status_of(record.state)
 
     async def status(self, token: str, *, scope: Scope) -> TokenStatus:
@@ -651,7 +651,7 @@ class PauseTokens:
             return TokenStatus.EXPIRED
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             raise ScopeMismatch
-        record = await self._store_call(self.store.status(claims.jti))
+        record = await self._store_call(self.store.status(claims.pause_key))
         if record is not None and record.state is TokenState.CLAIMED:
             lease_live = record.lease_until is not None and record.lease_until > _utc(now)
             if lease_live:

@@ -64,7 +64,9 @@ class ClaimRequest:
     """One attempt to claim a token.
 
     Attributes:
-        jti: The token id (case-sensitive).
+        jti: The row key (case-sensitive, of the ``jti`` form). The service passes the
+            pause key (:attr:`~pausetoken.Claims.pause_key`), so every token minted for one
+            pause shares one row and the pause is answered once.
         scope_hash: The token's scope hash, stored for revocation and audits.
         name: The interrupt name, stored for audits.
         response_hash: sha256 hex of the canonical response; decides same-answer retries.

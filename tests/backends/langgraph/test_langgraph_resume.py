@@ -111,8 +111,8 @@ async def test_the_first_token_of_a_node_cannot_answer_its_second_interrupt(
     assert effects.done == ["both:True:False"]
 
 
-async def test_a_second_token_minted_for_an_answered_interrupt_is_stale(
-    graphs: Graphs, make_tokens: Callable[..., PauseTokens]
+async def test_a_second_token_for_an_answered_interrupt_cannot_answer_it_again(
+    graphs: Graphs, make_tokens: Callable[..., PauseTokens], effects: Effects
 ) -> None:
     graph = graphs.sequential()
     tokens = make_tokens(graph)
@@ -123,9 +123,13 @@ async def test_a_second_token_minted_for_an_answered_interrupt_is_stale(
     assert twin.interrupt_id == first.interrupt_id
 
     await resume(tokens, graph, first.token, APPROVE, scope=ACME)
+    done = list(effects.done)
 
-    with pytest.raises(StaleToken):
-        await resume(tokens, graph, twin.token, APPROVE, scope=ACME)
+    with pytest.raises(AlreadyRedeemed):
+        await resume(tokens, graph, twin.token, REJECT, scope=ACME)
+    # The same answer through the twin is the pause's first result again: nothing resumes.
+    await resume(tokens, graph, twin.token, APPROVE, scope=ACME)
+    assert effects.done == done
 
 
 async def test_an_interrupt_inside_a_subgraph_is_redeemed_once(
@@ -282,7 +286,7 @@ async def test_two_tokens_for_one_interrupt_racing_resume_it_once(
     refused = [o for o in outcomes if isinstance(o, BaseException)]
     assert all(isinstance(o, RedemptionInProgress | StaleToken | AlreadyRedeemed) for o in refused)
     statuses = {await tokens.status(e.token, scope=ACME) for e in (one, two)}
-    assert statuses == {TokenStatus.REDEEMED, TokenStatus.ACTIVE}
+    assert statuses == {TokenStatus.REDEEMED}  # one pause, one answer, whichever token
 
 
 async def test_a_failed_resume_is_released_and_the_retry_runs_the_side_effect_once(
@@ -339,7 +343,7 @@ async def test_a_claim_left_by_a_dead_worker_lapses_and_the_retry_runs_once(
 
     with pytest.raises(RuntimeError):
         await resume(crashed, graph, event.token, APPROVE, scope=ACME)
-    assert len(dying.lost) == 2  # the token's and the interrupt's claims were left behind
+    assert dying.lost == [event_claims_key(tokens, event.token)]  # the claim was left behind
     with pytest.raises(RedemptionInProgress) as busy:
         await resume(tokens, graph, event.token, APPROVE, scope=ACME)
     assert busy.value.retry_after is not None
@@ -372,3 +376,7 @@ async def test_replays_with_another_answer_conflict_and_same_answer_retries_do_n
 
     assert retried == first
     assert effects.done == ["refund:True"]
+
+
+def event_claims_key(tokens: PauseTokens, token: str) -> str:
+    return tokens.verify(token).pause_key

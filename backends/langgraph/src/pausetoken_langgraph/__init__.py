@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from pausetoken_langgraph._ask import ENVELOPE_VERSION, ask, envelope, unwrap
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
-from pausetoken_langgraph._resume import interrupt_key, mint_pending, resume
+from pausetoken_langgraph._resume import mint_pending, resume
 
 __all__ = [
     "ENVELOPE_VERSION",
     "LangGraphCheckpoints",
     "ask",
     "envelope",
-    "interrupt_key",
     "mint_pending",
     "pending_interrupts",
     "resume",

@@ -2,45 +2,33 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
-import secrets
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from langgraph.types import Command
 
 from pausetoken._claims import fingerprint
-from pausetoken._hashing import hash_payload, to_json_value
-from pausetoken._store import ClaimOutcome, ClaimRequest
+from pausetoken._hashing import to_json_value
 from pausetoken.exceptions import (
     ConfigurationError,
-    LeaseLost,
-    PauseTokenError,
-    RedemptionInProgress,
     StaleToken,
-    StoreUnavailable,
     UnknownInterrupt,
 )
 from pausetoken_langgraph._ask import unwrap
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Mapping
+    from collections.abc import Mapping
     from datetime import timedelta
 
     from langgraph.pregel import Pregel
 
     from pausetoken import InterruptEvent, PauseTokens, Scope
-    from pausetoken._claims import Claims
 
 __all__ = ["mint_pending", "resume"]
 
 logger = logging.getLogger("pausetoken.langgraph")
 
-_T = TypeVar("_T")
 
 #: Keys of ``config["configurable"]`` that would make a resume address another place than
 #: the token's thread head (``checkpoint_id`` forks the thread).
@@ -181,14 +169,13 @@ async def resume(
     """Redeem a token and resume the paused run with the answer, exactly once.
 
     The token is redeemed in two phases (:meth:`pausetoken.PauseTokens.redeem`): every
-    check runs before anything changes; the token, and then the interrupt it answers, are
-    claimed; the graph resumes with ``Command(resume={interrupt_id: answer})`` on the
-    token's thread (its head, never an old checkpoint); when ``ainvoke`` returns, both
-    claims are committed, and when it raises they are released and the error propagates,
-    so the same answer can be retried.
+    check runs before anything changes; the pause is claimed; the graph resumes with
+    ``Command(resume={interrupt_id: answer})`` on the token's thread (its head, never an
+    old checkpoint); when ``ainvoke`` returns, the claim is committed, and when it raises it
+    is released and the error propagates, so the same answer can be retried.
 
-    The interrupt claim makes the answer single-use per pause and not only per token: a
-    second token minted for the same interrupt cannot resume it again.
+    The claim is per pause, not per token: a second token minted for the same interrupt
+    cannot resume it again (another answer is refused, the same answer is a retry).
 
     A retry of an answer that was already committed (same token, same answer) does not
     resume the run again: it returns the graph's current state values.
@@ -212,10 +199,10 @@ async def resume(
     Raises:
         ConfigurationError: the service does not read this graph, or ``config``
             addresses a thread or checkpoint.
-        StaleToken: the run moved on, or the interrupt was answered with another token.
-        RedemptionInProgress: another redeemer holds the token or the interrupt.
+        StaleToken: the run moved on without this pause being answered through pausetoken.
+        RedemptionInProgress: another redeemer holds the claim on this pause.
         PauseTokenError: any refusal of :meth:`pausetoken.PauseTokens.redeem`.
-        Exception: whatever the graph raised while resuming (the claims are released).
+        Exception: whatever the graph raised while resuming (the claim is released).
     """
     _reader_for(tokens, graph)
     base = _resume_config(config)
@@ -230,92 +217,5 @@ async def resume(
             )
             return (await graph.aget_state(run_config)).values
         answer = to_json_value(redemption.response, converter=tokens.converter)
-        response_hash = hash_payload(answer)
-        async with _claim_interrupt(tokens, claims, response_hash):
-            command: Command[Any] = Command(resume={claims.interrupt_id: answer})
-            return await graph.ainvoke(command, run_config, context=context)
-
-
-def interrupt_key(claims: Claims) -> str:
-    """The store key that makes an interrupt answerable once, whichever token carries it.
-
-    Args:
-        claims: The verified claims of a token.
-
-    Returns:
-        A ``jti``-shaped key (43 base64url characters) derived from thread, checkpoint and
-        interrupt id.
-    """
-    digest = hashlib.sha256(
-        _INTERRUPT_KEY_DOMAIN
-        + b"\x00".join(
-            part.encode("utf-8", "surrogatepass")
-            for part in (claims.thread_id, claims.checkpoint_id, claims.interrupt_id)
-        )
-    ).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-@asynccontextmanager
-async def _claim_interrupt(
-    tokens: PauseTokens, claims: Claims, response_hash: str
-) -> AsyncIterator[None]:
-    key = interrupt_key(claims)
-    lease_id = secrets.token_urlsafe(16)
-    now = tokens.clock()
-    result = await _store_call(
-        tokens.store.claim(
-            ClaimRequest(
-                jti=key,
-                scope_hash=claims.scope_hash,
-                name=claims.name,
-                response_hash=response_hash,
-                expires_at=_utc(claims.exp) + tokens.policy.leeway,
-                lease_id=lease_id,
-                lease_until=_utc(now) + tokens.lease,
-                now=_utc(now),
-            )
-        )
-    )
-    if result.outcome is ClaimOutcome.IN_PROGRESS:
-        retry_after = None
-        if result.lease_until is not None:
-            retry_after = max(0.0, result.lease_until.timestamp() - now)
-        msg = "another token for the same interrupt is being redeemed; retry later"
-        raise RedemptionInProgress(msg, retry_after=retry_after)
-    if result.outcome is not ClaimOutcome.CLAIMED:
-        logger.warning(
-            "interrupt already answered with another token",
-            extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
-        )
-        msg = "the interrupt was already answered with another token"
-        raise StaleToken(msg)
-    try:
-        yield
-    except BaseException:
-        await _release(tokens, key, lease_id)
-        raise
-    if not await _store_call(tokens.store.commit(key, lease_id)):
-        raise LeaseLost
-
-
-async def _release(tokens: PauseTokens, key: str, lease_id: str) -> None:
-    try:
-        await _store_call(tokens.store.release(key, lease_id))
-    except StoreUnavailable:
-        # The graph's own error is what the caller must see; the lease lapses by itself.
-        logger.exception("interrupt release failed; the claim lapses at its deadline")
-
-
-async def _store_call(call: Awaitable[_T]) -> _T:
-    try:
-        return await call
-    except PauseTokenError:
-        raise
-    except Exception as exc:
-        msg = f"the token store failed: {type(exc).__name__}"
-        raise StoreUnavailable(msg) from exc
-
-
-def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
+        command: Command[Any] = Command(resume={claims.interrupt_id: answer})
+        return await graph.ainvoke(command, run_config, context=context)
