@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from pausetoken._keys import KeyRing
-from pausetoken._registry import available_backends, load_signer
-from pausetoken._settings import ENV_PREFIX, Settings, _read_keys_file
+from pausetoken._registry import available_backends, load_signer, open_store, redact_url
+from pausetoken._settings import ENV_PREFIX, Settings, _read_keys_file, parse_duration
 from pausetoken._verify import TokenPolicy, decode_unverified, verify_token
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Coroutine, Mapping, Sequence
 
     from rich.console import Console
 
@@ -356,6 +356,96 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_OK if passed else EXIT_REFUSED
 
 
+# -- store ----------------------------------------------------------------------------------
+
+
+def _store_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
+    check = actions.add_parser(
+        "check",
+        help="create the schema, then run a short conformance smoke",
+        description="Create the schema if needed, then claim, commit, release, revoke and "
+        "race claims on rows of the check's own (they expire ten minutes later).",
+    )
+    check.add_argument("url", metavar="URL", help="the store URL (its password is never shown)")
+    check.add_argument(
+        "--concurrency", type=int, default=20, help="claims racing for one token (default 20)"
+    )
+    check.set_defaults(store_action=_store_check)
+    purge = actions.add_parser(
+        "purge",
+        help="delete rows whose tokens expired",
+        description="Delete rows whose tokens expired before --before (default: now). A "
+        "purged token can never verify again, so purging never reopens a replay window.",
+    )
+    purge.add_argument("url", metavar="URL", help="the store URL (its password is never shown)")
+    purge.add_argument(
+        "--before",
+        metavar="WHEN",
+        help="an ISO 8601 time in the past, or an age such as 7d or 12h (default: now)",
+    )
+    purge.set_defaults(store_action=_store_purge)
+
+
+def _store(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415 - only store commands run an event loop
+
+    action: Callable[[argparse.Namespace], Coroutine[Any, Any, int]] = args.store_action
+    return asyncio.run(action(args))
+
+
+async def _store_check(args: argparse.Namespace) -> int:
+    from rich.table import Table  # noqa: PLC0415 - rich is an optional extra
+    from rich.text import Text  # noqa: PLC0415
+
+    from pausetoken._store_check import check_store  # noqa: PLC0415
+
+    if args.concurrency < 2:  # noqa: PLR2004 - a race needs two
+        msg = "--concurrency must be at least 2"
+        raise ConfigurationError(msg, code="cli_usage")
+    store = open_store(args.url)
+    try:
+        results = await check_store(store, concurrency=args.concurrency)
+    finally:
+        await store.aclose()
+    table = Table(title=f"pausetoken store check {redact_url(args.url)}")
+    for column in ("step", "result", "detail"):
+        table.add_column(column, overflow="fold")
+    for result in results:
+        verdict = Text("pass", style="green") if result.passed else Text("FAIL", style="red")
+        table.add_row(result.name, verdict, Text(_cell(result.detail)))
+    _console().print(table)
+    return EXIT_OK if all(result.passed for result in results) else EXIT_REFUSED
+
+
+async def _store_purge(args: argparse.Namespace) -> int:
+    now = datetime.now(UTC)
+    before = now if args.before is None else _purge_cutoff(args.before, now)
+    store = open_store(args.url)
+    try:
+        deleted = await store.purge(before)
+    finally:
+        await store.aclose()
+    print(deleted)  # noqa: T201 - the count is the command's output
+    _say(f"pausetoken: removed {deleted} row(s) that expired before {before.isoformat()}")
+    return EXIT_OK
+
+
+def _purge_cutoff(text: str, now: datetime) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        moment = now - parse_duration(text)
+    else:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    if moment > now:
+        # A row whose token is still valid must stay: deleting it would allow a replay.
+        msg = "--before must not be in the future: live tokens' rows would be deleted"
+        raise ConfigurationError(msg, code="cli_usage")
+    return moment
+
+
 # -- registration and entry point -----------------------------------------------------------
 
 #: Every subcommand, in the order ``--help`` lists them.
@@ -374,6 +464,9 @@ COMMANDS: Final[tuple[Command, ...]] = (
         _backends,
     ),
     Command("demo", "run a LangGraph approval flow end to end on SQLite", _demo_arguments, _demo),
+    Command(
+        "store", "check a store (schema and a smoke test) or purge it", _store_arguments, _store
+    ),
 )
 
 
