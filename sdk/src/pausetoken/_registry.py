@@ -438,9 +438,8 @@ def register_store(name: str, target: Any, *, replace: bool = False) -> None:
     ``"module:attr"`` string imported on first use.
 
     Example:
-        >>> from pausetoken import MemoryStore
-        >>> register_store("scratch", MemoryStore)  # doctest: +SKIP
-        >>> open_store("scratch://")  # doctest: +SKIP
+        >>> register_store("inhouse", "myapp.stores:InHouseStore")  # doctest: +SKIP
+        >>> open_store("inhouse://tokens")  # doctest: +SKIP
 
     Args:
         name: The URL family it is chosen by (lower case, e.g. ``"inhouse"``).
