@@ -78,6 +78,7 @@ def test_the_plugin_reports_its_version() -> None:
     assert info.importable is True
 
 
+@pytest.mark.rival_plugin
 @pytest.mark.skipif(not RIVAL, reason="pausetoken-inhouse-rival is not installed")
 def test_two_installed_distributions_claiming_one_name_are_refused() -> None:
     with pytest.raises(AmbiguousBackend) as info:

@@ -319,10 +319,10 @@ async def test_a_sqlite_file_runs_in_wal_mode(url_for: Callable[[str], str]) -> 
     assert mode == "wal"
 
 
+@pytest.mark.parametrize("engine_name", ["mysql"])  # the table fixtures follow this engine
 async def test_mysql_claims_make_the_driver_log_no_warnings(
-    url_for: Callable[[str], str], table_name: str, caplog: pytest.LogCaptureFixture
+    url: str, table_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    url = url_for("mysql")
     caplog.set_level(logging.WARNING, logger="asyncmy")
     now, jti, revoked = _now(), new_jti(), new_jti()
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
