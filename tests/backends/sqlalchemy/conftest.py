@@ -130,7 +130,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = os.environ.get("PAUSETOKEN_TEST_BACKEND")
     if chosen not in ENGINES:
         return
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         engine = _engine_of(item) or "sqlite"
         (keep if engine == chosen else drop).append(item)

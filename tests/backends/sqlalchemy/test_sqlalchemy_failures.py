@@ -7,16 +7,16 @@ connections (``pg_terminate_backend`` on PostgreSQL, ``KILL`` on MariaDB/MySQL).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import asyncmy
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy_support import LEASE, SCOPE, claim_request
 
-from pausetoken import ClaimOutcome, ClaimRequest
+from pausetoken import ClaimOutcome
 from pausetoken._claims import new_jti
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken_sqlalchemy import SQLAlchemyStore
@@ -24,27 +24,11 @@ from pausetoken_sqlalchemy import SQLAlchemyStore
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-SCOPE = hashlib.sha256(b"scope").hexdigest()
-ANSWER = hashlib.sha256(b"answer").hexdigest()
-LEASE = timedelta(seconds=30)
 WAIT_S = 10.0
 
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
-
-
-def claim_request(jti: str, *, now: datetime, lease_id: str | None = None) -> ClaimRequest:
-    return ClaimRequest(
-        jti=jti,
-        scope_hash=SCOPE,
-        name="approval",
-        response_hash=ANSWER,
-        expires_at=now + timedelta(hours=1),
-        lease_id=lease_id or new_jti(),
-        lease_until=now + LEASE,
-        now=now,
-    )
 
 
 class Admin:

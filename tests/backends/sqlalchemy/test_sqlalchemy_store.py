@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 from sqlalchemy import MetaData, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy_support import SCOPE, claim_request
 
-from pausetoken import ClaimOutcome, ClaimRequest, TokenStore
+from pausetoken import ClaimOutcome, TokenStore
 from pausetoken._claims import new_jti
 from pausetoken._registry import open_store
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
@@ -28,28 +29,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-SCOPE = hashlib.sha256(b"scope").hexdigest()
-ANSWER = hashlib.sha256(b"answer").hexdigest()
 OTHER = hashlib.sha256(b"other").hexdigest()
 
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
-
-
-def claim_request(
-    jti: str, *, now: datetime, lease_id: str | None = None, answer: str = ANSWER
-) -> ClaimRequest:
-    return ClaimRequest(
-        jti=jti,
-        scope_hash=SCOPE,
-        name="approval",
-        response_hash=answer,
-        expires_at=now + timedelta(hours=1),
-        lease_id=lease_id or new_jti(),
-        lease_until=now + timedelta(seconds=30),
-        now=now,
-    )
 
 
 # -- the table ----------------------------------------------------------------------------
