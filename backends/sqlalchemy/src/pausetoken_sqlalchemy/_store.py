@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import logging
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
 from sqlalchemy import MetaData, event, select, text
@@ -180,11 +181,26 @@ def _sqlite_pragmas(*, wal: bool) -> Callable[[Any, Any], None]:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {_SQLITE_BUSY_TIMEOUT_MS}")
             if wal:
-                cursor.execute("PRAGMA journal_mode = WAL")
+                _switch_to_wal(cursor)
         finally:
             cursor.close()
 
     return on_connect
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    # Switching a new file to WAL needs an exclusive lock and SQLite's busy handler does not
+    # wait for it: workers opening one new database at once get "database is locked".
+    deadline = time.monotonic() + _SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+        except Exception as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+        else:
+            return
 
 
 class SQLAlchemyStore:
