@@ -51,11 +51,45 @@ APPROVE = {"approved": True}
 
 async def _agrees_with_langgraph(graph: Any, config: dict[str, Any]) -> list[str]:
     reader = LangGraphCheckpoints(graph)
-    head = await reader.head(config["configurable"]["thread_id"])
+    thread_id = config["configurable"]["thread_id"]
+    head = await reader.head(thread_id)
     ours = list(pending_interrupts(head.pending_writes))
     theirs = [i.id for i in (await graph.aget_state(config)).interrupts]
     assert ours == theirs
+    await _redeem_time_reads_agree(reader, head)
     return ours
+
+
+async def _redeem_time_reads_agree(reader: LangGraphCheckpoints, head: Any) -> None:
+    """``pending`` (one statement on AsyncSqliteSaver) answers what the full head says."""
+    thread_id = head.config["configurable"]["thread_id"]
+    head_id = head.config["configurable"]["checkpoint_id"]
+    pending = pending_interrupts(head.pending_writes)
+    recorded = {
+        item.id
+        for _, channel, value in head.pending_writes
+        if channel == "__interrupt__"
+        for item in value
+    }
+    for interrupt_id in sorted(recorded | {"0" * 32}):
+        if interrupt_id in pending:
+            found = await reader.pending(
+                thread_id=thread_id, checkpoint_id=head_id, interrupt_id=interrupt_id
+            )
+            assert (found.checkpoint_id, found.interrupt_id) == (head_id, interrupt_id)
+            assert found.value == unwrap(pending[interrupt_id].value)[1]
+        else:  # answered, or never asked
+            with pytest.raises(StaleToken):
+                await reader.pending(
+                    thread_id=thread_id, checkpoint_id=head_id, interrupt_id=interrupt_id
+                )
+    if head.parent_config is not None:
+        parent_id = head.parent_config["configurable"]["checkpoint_id"]
+        for interrupt_id in recorded:
+            with pytest.raises(StaleToken):
+                await reader.pending(
+                    thread_id=thread_id, checkpoint_id=parent_id, interrupt_id=interrupt_id
+                )
 
 
 async def test_pending_interrupts_agree_with_aget_state_as_answers_arrive(
