@@ -4,6 +4,9 @@
     python benchmarks/langgraph_resume.py --quick    # 40
     python benchmarks/langgraph_resume.py --store memory://          # no store I/O
     python benchmarks/langgraph_resume.py --store-synchronous normal # no fsync per claim
+    python benchmarks/langgraph_resume.py \
+        --checkpointer postgresql://postgres@127.0.0.1:5432/test \
+        --store postgresql+asyncpg://postgres@127.0.0.1:5432/test     # the PostgreSQL set-up
 
 
 Each iteration pauses two threads of identical graphs, then resumes one with
@@ -17,6 +20,7 @@ reading the thread head.
 what resume() costs without any store I/O, and `--store-synchronous normal|off` runs the
 SQLite store's connection without an fsync per commit (the checkpointer keeps its own
 settings). Neither is a recommended configuration; the default run is the one that counts.
+`--checkpointer postgresql://...` runs both graphs on AsyncPostgresSaver instead.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import asyncio
 import statistics
 import tempfile
 import time
+import uuid
 import warnings
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -46,9 +52,13 @@ from pausetoken import (
     PauseTokens,
     Scope,
     open_store,
+    redact_url,
 )
 from pausetoken._claims import new_jti
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 SCOPE = Scope("acme")
 ANSWER = {"approved": True, "note": "ok"}
@@ -105,11 +115,34 @@ def open_benchmark_store(url: str | None, directory: Path, synchronous: str) -> 
     return store
 
 
-async def main(n: int, *, store_url: str | None = None, synchronous: str = "full") -> None:
+@asynccontextmanager
+async def open_saver(url: str | None, directory: Path) -> AsyncIterator[Any]:
+    if url is None:
+        async with AsyncSqliteSaver.from_conn_string(str(directory / "checkpoints.db")) as saver:
+            yield saver
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        msg = "--checkpointer takes a postgresql://... URL (the default is a SQLite file)"
+        raise SystemExit(msg)
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: PLC0415
+
+    async with AsyncPostgresSaver.from_conn_string(url) as saver:
+        await saver.setup()
+        yield saver
+
+
+async def main(
+    n: int,
+    *,
+    store_url: str | None = None,
+    synchronous: str = "full",
+    checkpointer_url: str | None = None,
+) -> None:
+    run = uuid.uuid4().hex[:8]  # thread ids of their own in a database that outlives the run
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         store = open_benchmark_store(store_url, directory, synchronous)
-        async with AsyncSqliteSaver.from_conn_string(str(directory / "checkpoints.db")) as saver:
+        async with open_saver(checkpointer_url, directory) as saver:
             ours_graph, bare_graph = build(saver), build(saver)
             reader = LangGraphCheckpoints(ours_graph)
             tokens = PauseTokens(
@@ -118,7 +151,7 @@ async def main(n: int, *, store_url: str | None = None, synchronous: str = "full
             tokens.register(Interrupt("approval", payload=Refund, response=Decision))
 
             async def ours(i: int) -> float:
-                config = {"configurable": {"thread_id": f"ours-{i}"}}
+                config = {"configurable": {"thread_id": f"ours-{run}-{i}"}}
                 await ours_graph.ainvoke({}, config)
                 [event] = await mint_pending(tokens, ours_graph, config, scope=SCOPE)
                 start = time.perf_counter()
@@ -128,9 +161,9 @@ async def main(n: int, *, store_url: str | None = None, synchronous: str = "full
                 return took
 
             async def bare(i: int) -> float:
-                config = {"configurable": {"thread_id": f"bare-{i}"}}
+                config = {"configurable": {"thread_id": f"bare-{run}-{i}"}}
                 paused = await bare_graph.ainvoke({}, config)
-                command = Command(resume={paused["__interrupt__"][0].id: ANSWER})
+                command: Command[Any] = Command(resume={paused["__interrupt__"][0].id: ANSWER})
                 start = time.perf_counter()
                 out = await bare_graph.ainvoke(command, config)
                 took = time.perf_counter() - start
@@ -150,14 +183,15 @@ async def main(n: int, *, store_url: str | None = None, synchronous: str = "full
                     bare_times.append(await bare(i))
                     our_times.append(await ours(i))
 
-            parts = await breakdown(tokens, reader, ours_graph, store, n)
+            parts = await breakdown(tokens, reader, ours_graph, store, n=n, run=run)
         await store.aclose()
 
     ratio = statistics.median(our_times) / statistics.median(bare_times)
-    where = store_url or "SQLite store (file)"
+    where = "AsyncSqliteSaver (file)" if checkpointer_url is None else "AsyncPostgresSaver"
+    where += " + " + (redact_url(store_url) if store_url else "SQLite store (file)")
     if synchronous != "full":
         where += f", store synchronous={synchronous.upper()}"
-    print(f"AsyncSqliteSaver (file) + {where}, {n} resumes each, medians")
+    print(f"{where}, {n} resumes each, medians")
     print(f"  bare ainvoke(Command(resume=...))  {ms(bare_times):7.3f} ms")
     print(f"  pausetoken_langgraph.resume()      {ms(our_times):7.3f} ms")
     print(f"  ratio ours / bare                  {ratio:7.3f}   (target <= 1.25)")
@@ -167,9 +201,9 @@ async def main(n: int, *, store_url: str | None = None, synchronous: str = "full
 
 
 async def breakdown(
-    tokens: PauseTokens, reader: LangGraphCheckpoints, graph: Any, store: Any, n: int
+    tokens: PauseTokens, reader: LangGraphCheckpoints, graph: Any, store: Any, *, n: int, run: str
 ) -> dict[str, float]:
-    config = {"configurable": {"thread_id": "breakdown"}}
+    config: Any = {"configurable": {"thread_id": f"breakdown-{run}"}}
     await graph.ainvoke({}, config)
     [event] = await mint_pending(tokens, graph, config, scope=SCOPE)
     claims = tokens.verify(event.token)
@@ -230,7 +264,15 @@ if __name__ == "__main__":
         default="full",
         help="PRAGMA synchronous of the SQLite store's connection (default: full)",
     )
+    parser.add_argument(
+        "--checkpointer", metavar="URL", help="postgresql://... (default: a SQLite file)"
+    )
     args = parser.parse_args()
     asyncio.run(
-        main(40 if args.quick else 200, store_url=args.store, synchronous=args.store_synchronous)
+        main(
+            40 if args.quick else 200,
+            store_url=args.store,
+            synchronous=args.store_synchronous,
+            checkpointer_url=args.checkpointer,
+        )
     )
