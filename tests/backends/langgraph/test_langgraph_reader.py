@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from langgraph_support import ACME, APPROVAL, Refund, State, thread
+from langgraph_support import ACME, APPROVAL, Effects, Graphs, Refund, State, thread
 
 from pausetoken import (
     JoseSigner,
@@ -43,8 +43,7 @@ from pausetoken_langgraph import (
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-    from langgraph_support import Graphs
+    from pathlib import Path
 
 APPROVE = {"approved": True}
 
@@ -341,3 +340,29 @@ async def test_ask_refuses_an_answer_that_does_not_fit_its_type() -> None:
     pause_id = paused["__interrupt__"][0].id
     with pytest.raises(InvalidResponse):
         await graph.ainvoke(Command(resume={pause_id: {"approved": "yes"}}), config)
+
+
+async def test_on_async_sqlite_saver_the_redemption_check_is_one_statement(
+    tmp_path: Path,
+) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+        graph = Graphs(saver, Effects()).parallel()
+        config = thread()
+        await graph.ainvoke({"log": []}, config)
+        reader = LangGraphCheckpoints(graph)
+        head = await reader.head(config["configurable"]["thread_id"])
+        [first, _] = pending_interrupts(head.pending_writes)
+        statements: list[str] = []
+        await saver.conn.set_trace_callback(statements.append)
+        try:
+            found = await reader.pending(
+                thread_id=config["configurable"]["thread_id"],
+                checkpoint_id=head.config["configurable"]["checkpoint_id"],
+                interrupt_id=first,
+            )
+        finally:
+            await saver.conn.set_trace_callback(None)
+    assert found.interrupt_id == first
+    assert len(statements) == 1, statements
