@@ -20,7 +20,8 @@ reading the thread head.
 what resume() costs without any store I/O, and `--store-synchronous normal|off` runs the
 SQLite store's connection without an fsync per commit (the checkpointer keeps its own
 settings). Neither is a recommended configuration; the default run is the one that counts.
-`--checkpointer postgresql://...` runs both graphs on AsyncPostgresSaver instead.
+`--checkpointer postgresql://...` runs both graphs on AsyncPostgresSaver instead (the demo's
+`--checkpointer` handling).
 """
 
 from __future__ import annotations
@@ -32,13 +33,11 @@ import tempfile
 import time
 import uuid
 import warnings
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import attrs
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from sqlalchemy import event
@@ -56,9 +55,7 @@ from pausetoken import (
 )
 from pausetoken._claims import new_jti
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
 
 SCOPE = Scope("acme")
 ANSWER = {"approved": True, "note": "ok"}
@@ -115,22 +112,6 @@ def open_benchmark_store(url: str | None, directory: Path, synchronous: str) -> 
     return store
 
 
-@asynccontextmanager
-async def open_saver(url: str | None, directory: Path) -> AsyncIterator[Any]:
-    if url is None:
-        async with AsyncSqliteSaver.from_conn_string(str(directory / "checkpoints.db")) as saver:
-            yield saver
-        return
-    if not url.startswith(("postgresql://", "postgres://")):
-        msg = "--checkpointer takes a postgresql://... URL (the default is a SQLite file)"
-        raise SystemExit(msg)
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: PLC0415
-
-    async with AsyncPostgresSaver.from_conn_string(url) as saver:
-        await saver.setup()
-        yield saver
-
-
 async def main(
     n: int,
     *,
@@ -142,7 +123,8 @@ async def main(
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         store = open_benchmark_store(store_url, directory, synchronous)
-        async with open_saver(checkpointer_url, directory) as saver:
+        async with open_checkpointer(checkpointer_url, directory) as saver:
+            saver_name = type(saver).__name__
             ours_graph, bare_graph = build(saver), build(saver)
             reader = LangGraphCheckpoints(ours_graph)
             tokens = PauseTokens(
@@ -187,7 +169,7 @@ async def main(
         await store.aclose()
 
     ratio = statistics.median(our_times) / statistics.median(bare_times)
-    where = "AsyncSqliteSaver (file)" if checkpointer_url is None else "AsyncPostgresSaver"
+    where = saver_name
     where += " + " + (redact_url(store_url) if store_url else "SQLite store (file)")
     if synchronous != "full":
         where += f", store synchronous={synchronous.upper()}"
@@ -265,7 +247,9 @@ if __name__ == "__main__":
         help="PRAGMA synchronous of the SQLite store's connection (default: full)",
     )
     parser.add_argument(
-        "--checkpointer", metavar="URL", help="postgresql://... (default: a SQLite file)"
+        "--checkpointer",
+        metavar="URL",
+        help="postgresql://... or sqlite:///path (default: a SQLite file)",
     )
     args = parser.parse_args()
     asyncio.run(

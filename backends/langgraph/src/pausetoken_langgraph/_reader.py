@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -19,6 +19,8 @@ from pausetoken.exceptions import (
 from pausetoken_langgraph._ask import unwrap
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from langgraph.checkpoint.base import CheckpointTuple, PendingWrite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.pregel import Pregel
@@ -46,10 +48,6 @@ _SQLITE_HEAD: Final = (
     "LEFT JOIN writes AS w ON w.thread_id = ? AND w.checkpoint_ns = '' "
     "AND w.checkpoint_id = c.checkpoint_id"
 )
-
-
-class _HeadReader(Protocol):
-    async def __call__(self, thread_id: str) -> tuple[str, list[PendingWrite]] | None: ...
 
 
 def pending_interrupts(writes: Sequence[PendingWrite] | None) -> dict[str, GraphInterrupt]:
@@ -138,7 +136,10 @@ class LangGraphCheckpoints:
         self.saver: BaseCheckpointSaver[Any] = saver
         self.persistent = not isinstance(saver, InMemorySaver) if persistent is None else persistent
         sqlite = _async_sqlite_saver(saver)
-        self._read_head: _HeadReader = self._head_writes if sqlite is None else _SqliteHead(sqlite)
+        #: The head's id and pending writes, or ``None`` for a thread the saver does not know.
+        self._read_head: Callable[[str], Awaitable[tuple[str, list[PendingWrite]] | None]] = (
+            self._head_writes if sqlite is None else _SqliteHead(sqlite)
+        )
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NoReturn:
@@ -242,12 +243,9 @@ class LangGraphCheckpoints:
             raise StaleToken(msg)
         return self._pending_in(writes, thread_id, head_id, interrupt_id)
 
-    async def _head_writes(self, thread_id: str) -> tuple[str, list[PendingWrite]] | None:
-        config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        found = await self.saver.aget_tuple(config)
-        if found is None:
-            return None
-        return _checkpoint_id(found), list(found.pending_writes or ())
+    async def _head_writes(self, thread_id: str) -> tuple[str, list[PendingWrite]]:
+        head = await self.head(thread_id)
+        return _checkpoint_id(head), list(head.pending_writes or ())
 
     def _pending_in(
         self, writes: Sequence[PendingWrite], thread_id: str, head_id: str, interrupt_id: str
