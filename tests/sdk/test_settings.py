@@ -56,7 +56,7 @@ def test_defaults_need_only_a_store_url_and_keys() -> None:
     assert settings.leeway == timedelta(seconds=30)
     assert settings.max_lifetime == timedelta(days=7)
     assert settings.max_token_bytes == 4096
-    assert settings.lease == timedelta(seconds=60)
+    assert settings.lease == timedelta(seconds=30)
     assert dict(settings.signer_options) == {}
     assert dict(settings.store_options) == {}
 
@@ -122,6 +122,8 @@ def test_no_keys_is_refused_with_the_keygen_hint() -> None:
         {"ttl": timedelta(0)},
         {"leeway": timedelta(seconds=-1)},
         {"lease": timedelta(0)},
+        {"lease": timedelta(microseconds=1)},
+        {"lease": timedelta(seconds=0.5)},
         {"max_token_bytes": 100},
         {"max_token_bytes": True},
         {"issuer": ""},

@@ -14,6 +14,7 @@ from pausetoken._hashing import canonical_json, hash_payload, hash_scope
 from pausetoken._interrupt import Interrupt
 from pausetoken._jose import JoseSigner, SealedSigner
 from pausetoken._keys import KeyRing
+from pausetoken._lease import Lease
 from pausetoken._memory_checkpoints import MemoryCheckpoints
 from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
 from pausetoken._registry import (
@@ -48,6 +49,7 @@ __all__ = [
     "InterruptEvent",
     "JoseSigner",
     "KeyRing",
+    "Lease",
     "MemoryCheckpoints",
     "MemoryStore",
     "MemoryStoreWarning",

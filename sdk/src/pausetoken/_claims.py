@@ -9,9 +9,12 @@ import re
 import secrets
 from datetime import UTC as _UTC
 from datetime import datetime, timedelta
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import attrs
+
+if TYPE_CHECKING:
+    from pausetoken._lease import Lease
 
 __all__ = [
     "CLAIMS_VERSION",
@@ -114,12 +117,14 @@ class Claims:
     def pause_key(self) -> str:
         """The store key of the pause this token answers.
 
-        Every token minted for one pause (same scope, thread, checkpoint and interrupt)
+        It names the pause in its runtime: the thread, checkpoint and interrupt, within the
+        issuer and audience (the namespace that keeps applications sharing one store apart).
+        It never includes the scope: every token minted for one pause, under any scope,
         has the same key, so the pause is answered once whichever token carries the answer.
         It has the form of a ``jti`` (43 base64url characters of a sha256).
         """
-        bound = [self.scope_hash, self.thread_id, self.checkpoint_id, self.interrupt_id]
-        encoded = json.dumps(["pausetoken.pause.v1", *bound], ensure_ascii=False)
+        bound = [self.iss, self.aud, self.thread_id, self.checkpoint_id, self.interrupt_id]
+        encoded = json.dumps(["pausetoken.pause.v2", *bound], ensure_ascii=False)
         digest = hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
@@ -176,6 +181,9 @@ class Redemption(Generic[P, R]):
         response: The answer, structured into the registered response type.
         replayed: ``True`` when this is an idempotent retry of an answer already committed.
         time_to_answer: Time from minting (``iat``) to this redemption.
+        lease: The claim held while the body of ``redeem()`` runs (renewed in the
+            background; see :class:`~pausetoken.Lease`); ``None`` for a replay, which holds
+            no claim and must not act again.
     """
 
     claims: Claims
@@ -183,6 +191,7 @@ class Redemption(Generic[P, R]):
     response: R
     replayed: bool
     time_to_answer: timedelta
+    lease: Lease | None = attrs.field(default=None, eq=False)
 
     def __repr__(self) -> str:
         return (

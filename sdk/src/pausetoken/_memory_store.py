@@ -67,6 +67,20 @@ def _warn_once() -> None:
     )
 
 
+def _later(row: TokenRecord | None, expires_at: datetime) -> datetime:
+    return expires_at if row is None else max(row.expires_at, expires_at)
+
+
+def _same_lease(row: TokenRecord, lease_id: str) -> bool:
+    return row.lease_id is not None and hmac.compare_digest(
+        row.lease_id.encode(), lease_id.encode()
+    )
+
+
+def _holds(row: TokenRecord, lease_id: str) -> bool:
+    return row.state is TokenState.CLAIMED and _same_lease(row, lease_id)
+
+
 class MemoryStore:
     """A :class:`~pausetoken.TokenStore` kept in a dictionary of this process.
 
@@ -131,7 +145,7 @@ class MemoryStore:
             raise StoreUnavailable(msg)
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
-        """Try to take the lease on ``request.jti``.
+        """Try to take the lease on ``request.pause_key``.
 
         Args:
             request: The attempt, carrying its lease and the caller's ``now``.
@@ -140,14 +154,15 @@ class MemoryStore:
             ``CLAIMED`` when there was no row or its lease ended (``lease_until <= now``);
             ``IN_PROGRESS`` with the holder's ``lease_until`` while a lease is live;
             ``REDEEMED_SAME`` / ``REDEEMED_OTHER`` by response hash once committed;
-            ``REVOKED`` once revoked.
+            ``REVOKED`` once revoked. The row's expiry is raised in every case.
 
         Raises:
             StoreUnavailable: if the store was closed.
         """
+        key = request.pause_key
         with self._lock:
             self._check_open()
-            row = self._rows.get(request.jti)
+            row = self._rows.get(key)
             if row is None or (
                 row.state is TokenState.CLAIMED
                 and row.lease_until is not None
@@ -155,20 +170,20 @@ class MemoryStore:
             ):
                 if row is not None:
                     logger.info(
-                        "lease taken over after it ended",
-                        extra={"jti": fingerprint(request.jti)},
+                        "lease taken over after it ended", extra={"pause": fingerprint(key)}
                     )
-                self._rows[request.jti] = TokenRecord(
-                    jti=request.jti,
+                self._rows[key] = TokenRecord(
+                    pause_key=key,
                     state=TokenState.CLAIMED,
                     scope_hash=request.scope_hash,
                     name=request.name,
-                    expires_at=request.expires_at,
+                    expires_at=_later(row, request.expires_at),
                     response_hash=request.response_hash,
                     lease_id=request.lease_id,
                     lease_until=request.lease_until,
                 )
                 return ClaimResult(ClaimOutcome.CLAIMED)
+            self._raise_expiry(row, request.expires_at)
             if row.state is TokenState.CLAIMED:
                 return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
             if row.state is TokenState.REDEEMED:
@@ -179,27 +194,53 @@ class MemoryStore:
                 return ClaimResult(outcome)
             return ClaimResult(ClaimOutcome.REVOKED)
 
-    async def commit(self, jti: str, lease_id: str) -> bool:
-        """Mark the token redeemed if ``lease_id`` holds the claim on it.
-
-        The holder may commit even after its lease ran out, as long as nobody took over.
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        """Move the lease's end to ``lease_until`` (never earlier) if ``lease_id`` holds it.
 
         Returns:
-            Whether the token went from claimed to redeemed by this call.
+            Whether ``lease_id`` still holds the claim.
 
         Raises:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
             self._check_open()
-            row = self._rows.get(jti)
-            if row is None or not self._holds(row, lease_id):
+            row = self._rows.get(pause_key)
+            if row is None or not _holds(row, lease_id):
                 return False
-            self._rows[jti] = attrs.evolve(row, state=TokenState.REDEEMED)
+            if row.lease_until is None or row.lease_until < lease_until:
+                self._rows[pause_key] = attrs.evolve(row, lease_until=lease_until)
             return True
 
-    async def release(self, jti: str, lease_id: str) -> bool:
-        """Drop the claim if ``lease_id`` holds it, so the token can be redeemed again.
+    async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
+        """Mark the pause redeemed if ``lease_id`` holds the claim on it.
+
+        The holder may commit even after its lease ran out, as long as nobody took over; a
+        second commit by the same lease confirms the first.
+
+        Returns:
+            Whether the pause is redeemed by ``lease_id``.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+            row = self._rows.get(pause_key)
+            if row is None or not _same_lease(row, lease_id):
+                return False
+            if row.state is TokenState.REDEEMED:
+                self._raise_expiry(row, expires_at)
+                return True
+            if row.state is not TokenState.CLAIMED:
+                return False
+            self._rows[pause_key] = attrs.evolve(
+                row, state=TokenState.REDEEMED, expires_at=max(row.expires_at, expires_at)
+            )
+            return True
+
+    async def release(self, pause_key: str, lease_id: str) -> bool:
+        """Drop the claim if ``lease_id`` holds it, so the pause can be redeemed again.
 
         Returns:
             Whether a claim was dropped by this call.
@@ -209,28 +250,20 @@ class MemoryStore:
         """
         with self._lock:
             self._check_open()
-            row = self._rows.get(jti)
-            if row is None or not self._holds(row, lease_id):
+            row = self._rows.get(pause_key)
+            if row is None or not _holds(row, lease_id):
                 return False
-            del self._rows[jti]
+            del self._rows[pause_key]
             return True
 
-    @staticmethod
-    def _holds(row: TokenRecord, lease_id: str) -> bool:
-        return (
-            row.state is TokenState.CLAIMED
-            and row.lease_id is not None
-            and hmac.compare_digest(row.lease_id.encode(), lease_id.encode())
-        )
-
     async def revoke(
-        self, jti: str, scope_hash: str, name: str, expires_at: datetime
+        self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
     ) -> TokenRecord:
-        """Revoke the token unless it was already redeemed.
+        """Revoke the pause unless it was redeemed or a live lease holds it.
 
-        An absent token is stored as revoked (so a later claim is refused); a claimed one
-        becomes revoked and its lease holder can no longer commit; a redeemed or revoked
-        one is left as it is.
+        An absent pause, or one whose lease ended (``lease_until <= now``), is stored as
+        revoked (so a later claim is refused). A live claim, a redeemed and a revoked pause
+        are left as they are. The expiry is raised in every case.
 
         Returns:
             The record after the call.
@@ -240,31 +273,42 @@ class MemoryStore:
         """
         with self._lock:
             self._check_open()
-            row = self._rows.get(jti)
+            row = self._rows.get(pause_key)
             if row is None:
                 row = TokenRecord(
-                    jti=jti,
+                    pause_key=pause_key,
                     state=TokenState.REVOKED,
                     scope_hash=scope_hash,
                     name=name,
                     expires_at=expires_at,
                 )
-            elif row.state is TokenState.CLAIMED:
-                row = attrs.evolve(row, state=TokenState.REVOKED, lease_id=None, lease_until=None)
+            elif (
+                row.state is TokenState.CLAIMED
+                and row.lease_until is not None
+                and row.lease_until <= now
+            ):
+                row = attrs.evolve(
+                    row,
+                    state=TokenState.REVOKED,
+                    expires_at=max(row.expires_at, expires_at),
+                    response_hash=None,
+                    lease_id=None,
+                    lease_until=None,
+                )
             else:
-                return row
-            self._rows[jti] = row
+                return self._raise_expiry(row, expires_at)
+            self._rows[pause_key] = row
             return row
 
-    async def status(self, jti: str) -> TokenRecord | None:
-        """What the store knows of ``jti``, or ``None``.
+    async def status(self, pause_key: str) -> TokenRecord | None:
+        """What the store knows of ``pause_key``, or ``None``.
 
         Raises:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
             self._check_open()
-            return self._rows.get(jti)
+            return self._rows.get(pause_key)
 
     async def purge(self, before: datetime) -> int:
         """Delete rows whose ``expires_at`` is strictly before ``before``.
@@ -277,10 +321,26 @@ class MemoryStore:
         """
         with self._lock:
             self._check_open()
-            expired = [jti for jti, row in self._rows.items() if row.expires_at < before]
-            for jti in expired:
-                del self._rows[jti]
+            expired = [key for key, row in self._rows.items() if row.expires_at < before]
+            for key in expired:
+                del self._rows[key]
             return len(expired)
+
+    async def check(self) -> None:
+        """Nothing to connect to: raises only if the store was closed.
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        with self._lock:
+            self._check_open()
+
+    def _raise_expiry(self, row: TokenRecord, expires_at: datetime) -> TokenRecord:
+        """Store ``row`` with the later of its expiry and ``expires_at`` (lock held)."""
+        if row.expires_at < expires_at:
+            row = attrs.evolve(row, expires_at=expires_at)
+            self._rows[row.pause_key] = row
+        return row
 
     async def aclose(self) -> None:
         """Forget every row; later calls raise ``StoreUnavailable``. Closing twice is fine."""

@@ -427,6 +427,11 @@ def _check_api_version(info: BackendInfo, obj: Any) -> None:
         f"the {_singular(info.kind)} {info.name!r} ({info.target}) declares api_version "
         f"{found}; this pausetoken supports {wanted}"
     )
+    if info.kind == "stores" and version == 1:
+        msg += (
+            " (store API 2 adds renew() and check(), keys rows by pause, only ever raises a "
+            "row's expiry and leaves live claims unrevoked: upgrade the store's distribution)"
+        )
     raise ConfigurationError(msg, code="backend_api_version")
 
 

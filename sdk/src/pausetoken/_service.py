@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import hmac
@@ -17,12 +18,14 @@ import cattrs
 
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, fingerprint, new_jti
 from pausetoken._hashing import hash_payload, hash_scope, to_json_value
-from pausetoken._store import ClaimOutcome, ClaimRequest, TokenState
+from pausetoken._lease import MIN_LEASE, Lease
+from pausetoken._store import ClaimOutcome, ClaimRequest, TokenRecord, TokenState
 from pausetoken._structure import make_converter
 from pausetoken._verify import TokenPolicy, verify_token
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     CheckpointNotFound,
+    CommitUnconfirmed,
     ConfigurationError,
     InvalidResponse,
     LeaseLost,
@@ -53,6 +56,10 @@ __all__ = ["PauseTokens", "TokenStatus"]
 logger = logging.getLogger("pausetoken.service")
 
 _T = TypeVar("_T")
+
+# A failed commit is retried after this long at first, doubling up to the maximum.
+_COMMIT_RETRY_FIRST_S = 0.05
+_COMMIT_RETRY_MAX_S = 1.0
 
 # What structuring user data into a registered type raises when the data does not fit
 # (pydantic's ValidationError is a ValueError; a scalar where a mapping belongs surfaces as
@@ -111,8 +118,10 @@ class PauseTokens:
         audience: The ``aud`` claim minted and required.
         max_lifetime: Longest lifetime a token may claim (``exp - iat``).
         max_token_bytes: Tokens longer than this are refused before parsing.
-        lease: How long a claim holds before another redeemer may take it over. Make it
-            longer than resuming a run takes.
+        lease: How long a claim holds unless renewed. The service renews it every third of
+            this while the body of :meth:`redeem` runs, so it only needs to outlast a
+            stalled worker; another redeemer takes over a claim only after its lease plus
+            ``leeway`` (the clock-skew allowance) passed. At least one second.
         clock: Returns the current time in seconds since the epoch (for tests).
 
     The service owns nothing it was handed: :meth:`aclose` closes only what
@@ -135,7 +144,7 @@ class PauseTokens:
         audience: str = "pausetoken",
         max_lifetime: timedelta = timedelta(days=7),
         max_token_bytes: int = 4096,
-        lease: timedelta = timedelta(seconds=60),
+        lease: timedelta = timedelta(seconds=30),
         clock: Callable[[], float] = _system_clock,
     ) -> None:
         """Create the service; see the class docstring for the arguments."""
@@ -149,8 +158,8 @@ class PauseTokens:
         if not timedelta(0) < ttl <= max_lifetime:
             msg = "ttl must be positive and no longer than max_lifetime"
             raise ConfigurationError(msg)
-        if lease <= timedelta(0):
-            msg = "lease must be positive"
+        if lease < MIN_LEASE:
+            msg = f"lease must be at least {MIN_LEASE.total_seconds():g} second"
             raise ConfigurationError(msg)
         self.signer = signer
         self.store = store
@@ -161,6 +170,7 @@ class PauseTokens:
         self.converter = make_converter()
         self._interrupts: dict[str, Interrupt[Any, Any]] = {}
         self._owned: list[Callable[[], Awaitable[None]]] = []
+        self._store_checked = False
 
     @classmethod
     def from_settings(
@@ -213,8 +223,26 @@ class PauseTokens:
         return service
 
     async def __aenter__(self) -> Self:
-        """Enter ``async with``; nothing is opened lazily here."""
+        """Enter ``async with``: checks the store once (see :meth:`check_store`)."""
+        try:
+            await self.check_store()
+        except BaseException:
+            await self.aclose()
+            raise
         return self
+
+    async def check_store(self) -> None:
+        """Confirm the store can serve; ``async with`` calls this once at start-up.
+
+        Raises:
+            ConfigurationError: permanent misconfiguration (credentials, a missing
+                database, a read-only user, a table that was dropped).
+            StoreUnavailable: the store cannot be reached now.
+        """
+        if self._store_checked:
+            return
+        await self._store_call(self.store.check())
+        self._store_checked = True
 
     async def __aexit__(self, *exc_info: object) -> None:
         """Close what the service opened."""
@@ -321,7 +349,8 @@ class PauseTokens:
         ):
             msg = "the runtime stored another payload for this interrupt than the one given"
             raise PayloadMismatch(msg)
-        iat = int(self.clock())
+        now = self.clock()
+        iat = int(now)
         claims = Claims(
             iss=self.policy.issuer,
             aud=self.policy.audience,
@@ -339,6 +368,7 @@ class PauseTokens:
             tool_call_id=tool_call_id,
             sub=principal,
         )
+        await self._refuse_closed_pause(claims)
         token = self.signer.sign(claims.to_dict())
         logger.debug("minted", extra={"jti": fingerprint(claims.jti), "interrupt": name})
         return InterruptEvent(
@@ -388,6 +418,11 @@ class PauseTokens:
         When ``redemption.replayed`` is true, the same answer was already committed: the
         run was resumed then, so the body must not resume it again.
 
+        While the body runs, the claim's lease is renewed in the background
+        (``redemption.lease``); run the resume through ``await redemption.lease.run(...)``
+        to have it cancelled if the claim is lost. After the body, the commit is retried
+        with backoff while the lease holds.
+
         Args:
             token: The token from minting.
             response: The answer (an instance of the registered response type or data that
@@ -414,8 +449,13 @@ class PauseTokens:
             AlreadyRedeemed: redeemed before with another answer.
             RedemptionInProgress: another redeemer holds a live claim.
             TokenRevoked: the token was revoked.
-            LeaseLost: the claim lapsed during the body and another redeemer took it over.
-            StoreUnavailable: the store cannot be reached (fail closed).
+            LeaseLost: the claim was lost while the body ran (renewals failed for longer
+                than the lease and another redeemer took it over, code ``lease_lost``, or
+                the pause was then revoked, code ``lease_revoked``).
+            CommitUnconfirmed: the body ran, but no commit reached the store before the
+                lease ended: the run may have resumed (see the exception's docs).
+            StoreUnavailable: the store cannot be reached before the body runs (fail
+                closed: nothing was acted on).
         """
         checked = await self._check(token, response, scope=scope, principal=principal)
         claims = checked.claims
@@ -425,17 +465,18 @@ class PauseTokens:
         key = claims.pause_key
         lease_id = secrets.token_urlsafe(16)
         now = checked.now
+        lease_until = _utc(now) + self.lease
         result = await self._store_call(
             self.store.claim(
                 ClaimRequest(
-                    jti=key,
+                    pause_key=key,
                     scope_hash=claims.scope_hash,
                     name=claims.name,
                     response_hash=checked.response_hash,
-                    expires_at=_utc(claims.exp) + self.policy.leeway,
+                    expires_at=self._row_expiry(now),
                     lease_id=lease_id,
-                    lease_until=_utc(now) + self.lease,
-                    now=_utc(now),
+                    lease_until=lease_until,
+                    now=self._skewed(now),
                 )
             )
         )
@@ -443,18 +484,98 @@ class PauseTokens:
             self._refuse(checked, result.outcome, result.lease_until)
             yield self._redemption(checked, replayed=True)
             return
+        lease = Lease(
+            store=self.store,
+            pause_key=key,
+            lease_id=lease_id,
+            until=lease_until,
+            length=self.lease,
+            clock=self.clock,
+        )
+        lease.keep()
         try:
-            yield self._redemption(checked, replayed=False)
-        except BaseException:
-            await self._release(key, lease_id)
-            raise
-        if not await self._store_call(self.store.commit(key, lease_id)):
-            logger.error(
-                "lease lost before commit",
-                extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
-            )
-            raise LeaseLost
+            try:
+                yield self._redemption(checked, replayed=False, lease=lease)
+            except BaseException:
+                await lease.stop()
+                await self._release(key, lease_id)
+                raise
+            await self._commit(checked, lease_id, lease)
+        finally:
+            await lease.stop()
         logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
+
+    async def _commit(self, checked: _Checked, lease_id: str, lease: Lease) -> None:
+        """Commit until the store confirms it, while the lease (renewed meanwhile) holds.
+
+        Raises:
+            LeaseLost: the store answered that this lease no longer holds the claim.
+            CommitUnconfirmed: the store could not be reached before the lease ended.
+        """
+        claims = checked.claims
+        key = claims.pause_key
+        log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
+        delay = _COMMIT_RETRY_FIRST_S
+        while True:
+            try:
+                committed = await self._store_call(
+                    self.store.commit(key, lease_id, self._row_expiry(self.clock()))
+                )
+            except StoreUnavailable as exc:
+                if lease.lost or lease.lapsed():
+                    logger.exception(
+                        "commit unconfirmed: the run may have resumed", extra=log_extra
+                    )
+                    raise CommitUnconfirmed from exc
+                logger.warning("commit failed; retrying while the lease holds", extra=log_extra)
+                remaining = lease.until.timestamp() - self.clock()
+                await asyncio.sleep(max(0.0, min(delay, remaining)))
+                delay = min(delay * 2, _COMMIT_RETRY_MAX_S)
+                continue
+            break
+        if committed:
+            return
+        record = await self._status_or_none(key)
+        if record is not None and record.state is TokenState.REVOKED:
+            logger.error("claim revoked after it lapsed, before commit", extra=log_extra)
+            msg = "the claim lapsed while the body ran and the pause was then revoked"
+            raise LeaseLost(msg, code="lease_revoked")
+        logger.error("lease lost before commit", extra=log_extra)
+        raise LeaseLost
+
+    async def _status_or_none(self, key: str) -> TokenRecord | None:
+        try:
+            return await self._store_call(self.store.status(key))
+        except StoreUnavailable:
+            return None
+
+    async def _refuse_closed_pause(self, claims: Claims) -> None:
+        """At mint: no token for a pause that was already answered or revoked."""
+        record = await self._store_call(self.store.status(claims.pause_key))
+        if record is None:
+            return
+        if record.state is TokenState.REDEEMED:
+            msg = "the pause was already answered; no token is minted for it"
+            raise AlreadyRedeemed(msg, code="pause_already_redeemed")
+        if record.state is TokenState.REVOKED:
+            msg = "the pause was revoked; no token is minted for it"
+            raise TokenRevoked(msg, code="pause_revoked")
+
+    def _row_expiry(self, now: float) -> datetime:
+        """How long a store row must live: past every token that could still verify.
+
+        A token for the pause minted up to ``now`` expires by ``now + max_lifetime`` and
+        verifies until ``leeway`` after that; stores only ever raise a row's expiry.
+        """
+        return _utc(now) + self.policy.max_lifetime + self.policy.leeway
+
+    def _skewed(self, now: float) -> datetime:
+        """The ``now`` stores compare leases with: this clock less the skew allowance.
+
+        Another worker's lease counts as ended only once it ended ``leeway`` ago by this
+        worker's clock, so clocks that disagree by up to ``leeway`` never take a live claim.
+        """
+        return _utc(now) - self.policy.leeway
 
     async def consume(
         self, token: str, response: Any, *, scope: Scope, principal: str | None = None
@@ -535,16 +656,20 @@ class PauseTokens:
             raise TokenRevoked
         retry_after = None
         if lease_until is not None:
-            retry_after = max(0.0, lease_until.timestamp() - checked.now)
+            ends = lease_until + self.policy.leeway
+            retry_after = max(0.0, ends.timestamp() - checked.now)
         raise RedemptionInProgress(retry_after=retry_after)
 
-    def _redemption(self, checked: _Checked, *, replayed: bool) -> Redemption[Any, Any]:
+    def _redemption(
+        self, checked: _Checked, *, replayed: bool, lease: Lease | None = None
+    ) -> Redemption[Any, Any]:
         return Redemption(
             claims=checked.claims,
             payload=checked.payload,
             response=checked.response,
             replayed=replayed,
             time_to_answer=timedelta(seconds=max(0.0, checked.now - checked.claims.iat)),
+            lease=lease,
         )
 
     async def _release(self, key: str, lease_id: str) -> None:
@@ -610,20 +735,24 @@ class PauseTokens:
     async def revoke(self, token: str, *, scope: Scope) -> TokenStatus:
         """Revoke the pause a token answers, unless it was already answered.
 
-        The store keeps one row per pause, so this revokes every token minted for it.
+        The store keeps one row per pause, so this revokes every token minted for it. An
+        expired token is still authentic and revokes its pause. A pause whose claim is live
+        (a redeemer's body may be acting on the answer right now) is not revoked: the answer
+        is ``IN_PROGRESS``, and revoking again after that redemption ended tells how it
+        ended.
 
         Returns:
-            The status afterwards: ``REVOKED``; ``REDEEMED`` if it was too late; ``EXPIRED``
-            for a token that expired (it can never be redeemed anyway).
+            The status afterwards: ``REVOKED``; ``REDEEMED`` if it was too late;
+            ``IN_PROGRESS`` while a redeemer holds a live claim.
 
         Raises:
             InvalidToken: the token does not verify.
             ScopeMismatch: the token belongs to another scope.
         """
-        try:
-            claims = verify_token(token, signer=self.signer, policy=self.policy, now=self.clock())
-        except TokenExpired:
-            return TokenStatus.EXPIRED
+        now = self.clock()
+        claims = verify_token(
+            token, signer=self.signer, policy=self.policy, now=now, allow_expired=True
+        )
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             raise ScopeMismatch
         record = await self._store_call(
@@ -631,11 +760,14 @@ class PauseTokens:
                 claims.pause_key,
                 claims.scope_hash,
                 claims.name,
-                _utc(claims.exp) + self.policy.leeway,
+                self._row_expiry(now),
+                self._skewed(now),
             )
         )
-        logger.info("revoked", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
-        return _status_of(record.state)
+        status = _status_of(record.state)
+        log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
+        logger.info("revoke: %s", status.value, extra=log_extra)
+        return status
 
     async def status(self, token: str, *, scope: Scope) -> TokenStatus:
         """Where a token stands.
@@ -653,7 +785,7 @@ class PauseTokens:
             raise ScopeMismatch
         record = await self._store_call(self.store.status(claims.pause_key))
         if record is not None and record.state is TokenState.CLAIMED:
-            lease_live = record.lease_until is not None and record.lease_until > _utc(now)
+            lease_live = record.lease_until is not None and record.lease_until > self._skewed(now)
             if lease_live:
                 return TokenStatus.IN_PROGRESS
             record = None

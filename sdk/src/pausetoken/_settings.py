@@ -23,6 +23,7 @@ import attrs
 import cattrs
 
 from pausetoken._keys import KeyRing
+from pausetoken._lease import MIN_LEASE
 from pausetoken._registry import redact_url
 from pausetoken._structure import make_converter
 from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy
@@ -145,6 +146,13 @@ def _keyring(_instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise _error(MISSING if value is None else INVALID, msg)
 
 
+def _lease(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _positive(instance, attribute, value)
+    if isinstance(value, timedelta) and value < MIN_LEASE:
+        msg = f"{attribute.name} must be at least {MIN_LEASE.total_seconds():g} second"
+        raise _error(INVALID, msg)
+
+
 def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, timedelta) or value <= timedelta(0):
         msg = f"{attribute.name} must be a positive timedelta"
@@ -199,7 +207,8 @@ class Settings:
         leeway: Clock skew tolerated when checking ``exp``, ``nbf`` and ``iat``.
         max_lifetime: Longest lifetime (``exp - iat``) a token may have to be accepted.
         max_token_bytes: Tokens longer than this are refused before parsing.
-        lease: How long a claim holds before another worker may take the redemption over.
+        lease: How long a claim holds unless renewed (the service renews it while the
+            redemption's body runs); at least one second.
 
     Example:
         >>> from pausetoken import KeyRing, Settings
@@ -220,7 +229,7 @@ class Settings:
     leeway: timedelta = attrs.field(default=timedelta(seconds=30), validator=_not_negative)
     max_lifetime: timedelta = attrs.field(default=timedelta(days=7), validator=_positive)
     max_token_bytes: int = attrs.field(default=4096, validator=_token_bytes)
-    lease: timedelta = attrs.field(default=timedelta(seconds=60), validator=_positive)
+    lease: timedelta = attrs.field(default=timedelta(seconds=30), validator=_lease)
 
     def __attrs_post_init__(self) -> None:
         if self.ttl > self.max_lifetime:

@@ -1,12 +1,20 @@
-"""The consumption store protocol: exactly-once redemption in two phases.
+"""The consumption store protocol: each pause answered exactly once, in two phases.
 
-A store remembers, per token id (``jti``), whether the token is being redeemed (a live
-lease), was redeemed (and with which response hash) or was revoked. Every method is atomic
-per ``jti``: among any number of concurrent callers for one ``jti``, exactly one gets
-:attr:`ClaimOutcome.CLAIMED`.
+A store keeps one row per **pause key** (:attr:`~pausetoken.Claims.pause_key`): the pause in
+its runtime (thread, checkpoint, interrupt, and the issuer/audience namespace that keeps
+applications sharing one table apart). The key never includes the scope, so every token
+minted for one pause, under any scope, meets the same row and only one answer wins.
 
-Times are passed in by the caller (``now``) rather than read by the store, so that every
-worker uses the same clock the service verified the token with, and tests can inject one.
+Every method is atomic per pause key: among any number of concurrent callers for one key,
+exactly one gets :attr:`ClaimOutcome.CLAIMED`.
+
+Times are passed in by the caller rather than read by the store, so that every worker uses
+the clock the service verified the token with (less its clock-skew allowance, see
+:attr:`ClaimRequest.now`), and tests can inject one. Stores keep times with microsecond
+precision: what is written is what :meth:`TokenStore.status` returns.
+
+The full rules, state by state, are in the "Writing a plugin" page of the documentation;
+the conformance kit in :mod:`pausetoken.testing` checks every one of them.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ __all__ = [
 ]
 
 #: The store protocol version a plugin declares it implements (``api_version``).
-STORE_API_VERSION = 1
+#: Version 2 added ``renew`` and ``check``, pause keys, expiry that is only ever raised,
+#: idempotent commits and the live-claim rule of ``revoke``.
+STORE_API_VERSION = 2
 
 
 class ClaimOutcome(enum.Enum):
@@ -44,39 +54,40 @@ class ClaimOutcome(enum.Enum):
     REDEEMED_SAME = "redeemed_same"
     #: Already committed with another response: a conflict.
     REDEEMED_OTHER = "redeemed_other"
-    #: The token was revoked.
+    #: The pause was revoked.
     REVOKED = "revoked"
 
 
 class TokenState(enum.Enum):
-    """The state of a stored token row."""
+    """The state of a stored pause row."""
 
-    #: A lease is (or was, if ``lease_until`` passed) held on the token.
+    #: A lease is (or was, if ``lease_until`` passed) held on the pause.
     CLAIMED = "claimed"
     #: The redemption was committed.
     REDEEMED = "redeemed"
-    #: The token was revoked.
+    #: The pause was revoked.
     REVOKED = "revoked"
 
 
 @attrs.frozen
 class ClaimRequest:
-    """One attempt to claim a token.
+    """One attempt to claim a pause.
 
     Attributes:
-        jti: The row key (case-sensitive, of the ``jti`` form). The service passes the
-            pause key (:attr:`~pausetoken.Claims.pause_key`), so every token minted for one
-            pause shares one row and the pause is answered once.
-        scope_hash: The token's scope hash, stored for revocation and audits.
+        pause_key: The row key (:attr:`~pausetoken.Claims.pause_key`; case-sensitive,
+            1 to 64 characters of the ``jti`` alphabet).
+        scope_hash: The presenting token's scope hash, stored for audits.
         name: The interrupt name, stored for audits.
         response_hash: sha256 hex of the canonical response; decides same-answer retries.
-        expires_at: When the row may be forgotten (the token's ``exp`` plus leeway).
-        lease_id: A random id naming this attempt; only it may commit or release.
-        lease_until: When the lease lapses if neither committed nor released.
-        now: The caller's current time (aware UTC).
+        expires_at: The row may be forgotten after this. A store keeps the later of this and
+            the expiry it already has: expiry is only ever raised.
+        lease_id: A random id naming this attempt; only it may renew, commit or release.
+        lease_until: When the lease lapses unless renewed, committed or released.
+        now: The caller's clock less its clock-skew allowance (aware UTC). A lease with
+            ``lease_until <= now`` has ended and may be taken over.
     """
 
-    jti: str
+    pause_key: str
     scope_hash: str
     name: str
     response_hash: str
@@ -92,7 +103,7 @@ class ClaimResult:
 
     Attributes:
         outcome: What the store found.
-        lease_until: For ``IN_PROGRESS``, when the other caller's lease lapses.
+        lease_until: For ``IN_PROGRESS``, when the holder's lease lapses.
     """
 
     outcome: ClaimOutcome
@@ -101,9 +112,22 @@ class ClaimResult:
 
 @attrs.frozen
 class TokenRecord:
-    """What a store knows of one token (see :meth:`TokenStore.status`)."""
+    """What a store knows of one pause (see :meth:`TokenStore.status`).
 
-    jti: str
+    Which fields each state holds:
+
+    * ``CLAIMED``: the holder's ``scope_hash``, ``name``, ``response_hash``, ``lease_id``
+      and ``lease_until`` (a takeover overwrites all five; a renewal raises
+      ``lease_until``).
+    * ``REDEEMED``: as they were when the holder committed (``lease_id`` names the lease
+      that committed).
+    * ``REVOKED``: ``scope_hash`` and ``name`` of the row (or of the revoking call if there
+      was no row); ``response_hash``, ``lease_id`` and ``lease_until`` are ``None``.
+
+    ``expires_at`` in every state is the latest expiry any call gave.
+    """
+
+    pause_key: str
     state: TokenState
     scope_hash: str
     name: str
@@ -121,43 +145,67 @@ class TokenStore(Protocol):
     :mod:`pausetoken.testing` checks them):
 
     * ``claim``: no row, or a ``CLAIMED`` row whose lease ended (``lease_until <= now``):
-      write ``CLAIMED`` with the request's lease and response hash, answer ``CLAIMED``.
-      A live lease: ``IN_PROGRESS`` with its ``lease_until``. ``REDEEMED``: ``REDEEMED_SAME``
-      or ``REDEEMED_OTHER`` by response hash. ``REVOKED``: ``REVOKED``.
+      write ``CLAIMED`` with the request's scope hash, name, response hash and lease, answer
+      ``CLAIMED``. A live lease: ``IN_PROGRESS`` with its ``lease_until``. ``REDEEMED``:
+      ``REDEEMED_SAME`` or ``REDEEMED_OTHER`` by response hash. ``REVOKED``: ``REVOKED``.
+      In every case the row's expiry becomes the later of its own and the request's.
+    * ``renew``: only the current lease holder of a ``CLAIMED`` row moves its
+      ``lease_until`` (to the later of the two). Returns whether it holds the lease.
     * ``commit``: only the current lease holder turns ``CLAIMED`` into ``REDEEMED``, even if
-      its lease ran out while nobody took over. Returns whether it did.
-    * ``release``: only the current lease holder removes its claim, so the token can be
-      redeemed again. Returns whether it did.
-    * ``revoke``: an absent or ``CLAIMED`` token becomes ``REVOKED``; a ``REDEEMED`` one
-      stays redeemed. Returns the resulting record.
+      its lease ran out while nobody took over; raises the expiry. A commit by the lease
+      that already committed returns ``True`` again (so a retried commit whose first
+      attempt landed is confirmed). Returns whether the row is redeemed by this lease.
+    * ``release``: only the current lease holder of a ``CLAIMED`` row removes it, so the
+      pause can be redeemed again. Returns whether it did.
+    * ``revoke``: an absent row, or a ``CLAIMED`` one whose lease ended
+      (``lease_until <= now``), becomes ``REVOKED``. A live claim is left as it is (its body
+      may already have acted): the answer says ``CLAIMED``. ``REDEEMED`` and ``REVOKED`` rows
+      stay as they are. The expiry is raised in every case. Returns the resulting record.
     * ``purge``: deletes rows whose ``expires_at`` is before ``before``; returns how many.
-    * An unreachable engine raises :class:`~pausetoken.exceptions.StoreUnavailable`.
+    * ``check``: at start-up, whether the store can serve (connects, prepares its schema).
+    * An unreachable engine raises :class:`~pausetoken.exceptions.StoreUnavailable`;
+      permanent misconfiguration found by ``check`` raises
+      :class:`~pausetoken.exceptions.ConfigurationError`.
     """
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
-        """Try to take the lease on ``request.jti``."""
+        """Try to take the lease on ``request.pause_key``."""
         ...
 
-    async def commit(self, jti: str, lease_id: str) -> bool:
-        """Mark the token redeemed if ``lease_id`` holds it."""
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        """Extend the lease ``lease_id`` holds to ``lease_until``; whether it still holds it."""
         ...
 
-    async def release(self, jti: str, lease_id: str) -> bool:
-        """Drop the claim if ``lease_id`` holds it, making the token redeemable again."""
+    async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
+        """Mark the pause redeemed if ``lease_id`` holds it (or already committed it)."""
+        ...
+
+    async def release(self, pause_key: str, lease_id: str) -> bool:
+        """Drop the claim if ``lease_id`` holds it, making the pause redeemable again."""
         ...
 
     async def revoke(
-        self, jti: str, scope_hash: str, name: str, expires_at: datetime
+        self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
     ) -> TokenRecord:
-        """Revoke the token unless it was already redeemed."""
+        """Revoke the pause unless it was redeemed or a live lease holds it."""
         ...
 
-    async def status(self, jti: str) -> TokenRecord | None:
-        """What the store knows of ``jti``, or ``None`` if nothing."""
+    async def status(self, pause_key: str) -> TokenRecord | None:
+        """What the store knows of ``pause_key``, or ``None`` if nothing."""
         ...
 
     async def purge(self, before: datetime) -> int:
         """Delete rows that expired before ``before``; return how many were deleted."""
+        ...
+
+    async def check(self) -> None:
+        """Confirm, once at start-up, that the store can serve.
+
+        Raises:
+            ConfigurationError: a permanent problem (credentials, a missing database, a
+                read-only user, a table that its schema record says existed but is gone).
+            StoreUnavailable: a transient one (the engine cannot be reached now).
+        """
         ...
 
     async def aclose(self) -> None:

@@ -159,10 +159,12 @@ def _check_integers(claims: dict[str, Any]) -> None:
         raise _invalid("ver", f"must be {CLAIMS_VERSION}")
 
 
-def _check_time(claims: dict[str, Any], policy: TokenPolicy, now: float) -> None:
+def _check_time(
+    claims: dict[str, Any], policy: TokenPolicy, now: float, *, allow_expired: bool
+) -> None:
     leeway = policy.leeway.total_seconds()
     iat, exp = claims["iat"], claims["exp"]
-    if exp + leeway <= now:
+    if exp + leeway <= now and not allow_expired:
         raise TokenExpired
     if exp <= iat:
         raise _invalid("exp", "must be after 'iat'")
@@ -182,7 +184,14 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogatepass"), b.encode("utf-8"))
 
 
-def verify_token(token: object, *, signer: Signer, policy: TokenPolicy, now: float) -> Claims:
+def verify_token(
+    token: object,
+    *,
+    signer: Signer,
+    policy: TokenPolicy,
+    now: float,
+    allow_expired: bool = False,
+) -> Claims:
     """Verify ``token`` completely and return its claims.
 
     Order: type and size, then ``signer.verify`` (shape, header, algorithm, header
@@ -195,6 +204,8 @@ def verify_token(token: object, *, signer: Signer, policy: TokenPolicy, now: flo
         signer: The signer that minted it.
         policy: Issuer, audience, leeway, lifetime and size limits.
         now: Seconds since the epoch.
+        allow_expired: Accept a token whose ``exp`` passed (every other check still
+            applies). For revoking: an expired token is still authentic.
 
     Returns:
         The verified :class:`~pausetoken.Claims`.
@@ -203,7 +214,7 @@ def verify_token(token: object, *, signer: Signer, policy: TokenPolicy, now: flo
         InvalidToken: with a stable ``code``: the signer's codes, ``token_claims_invalid``
             (the detail names the claim, never its value), ``token_lifetime_too_long``,
             ``token_not_yet_valid``, ``token_issuer_invalid``, ``token_audience_invalid``.
-        TokenExpired: ``exp`` plus leeway is not after ``now``.
+        TokenExpired: ``exp`` plus leeway is not after ``now`` (unless ``allow_expired``).
     """
     if not isinstance(token, str):
         msg = "a token must be a string"
@@ -216,7 +227,7 @@ def verify_token(token: object, *, signer: Signer, policy: TokenPolicy, now: flo
         msg = "the signer returned no claim set"
         raise InvalidToken(msg, code="token_payload_invalid")
     _check_claims(claims)
-    _check_time(claims, policy, now)
+    _check_time(claims, policy, now, allow_expired=allow_expired)
     if not _same(claims["iss"], policy.issuer):
         msg = "the token was issued by another issuer"
         raise InvalidToken(msg, code="token_issuer_invalid")

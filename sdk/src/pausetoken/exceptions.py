@@ -21,6 +21,7 @@ __all__ = [
     "BackendNotInstalled",
     "CheckpointLost",
     "CheckpointNotFound",
+    "CommitUnconfirmed",
     "ConfigurationError",
     "InvalidResponse",
     "InvalidToken",
@@ -303,15 +304,34 @@ class RedemptionInProgress(PauseTokenError):
 
 
 class LeaseLost(PauseTokenError):
-    """The claim lapsed before it was committed and another redeemer took it over.
+    """The claim was lost while the body ran: it lapsed and was taken over, or revoked.
 
-    The run may have been resumed twice: make the lease longer than a resume takes.
+    The service renews the lease while the body runs, so this happens only when renewals
+    failed for longer than the lease (the store was unreachable) or the worker stalled. The
+    code says which: ``lease_lost`` (another redeemer took the claim over) or
+    ``lease_revoked`` (the pause was revoked after the claim lapsed).
     """
 
     default_code = "lease_lost"
     default_detail = "The claim lapsed before commit and another redeemer took it over."
     http_status = 409
     title = "Lease lost"
+
+
+class CommitUnconfirmed(PauseTokenError):
+    """The body ran but the store could not confirm the commit: the run may have resumed.
+
+    Raised only after the body of :meth:`~pausetoken.PauseTokens.redeem` completed and every
+    commit attempt within the lease failed to reach the store. It is never raised for a
+    refusal before the body ran. Do not answer the pause again blindly: ask
+    :meth:`~pausetoken.PauseTokens.status` once the store is back (``REDEEMED`` means the
+    commit landed), and treat the action as possibly done.
+    """
+
+    default_code = "commit_unconfirmed"
+    default_detail = "The answer was acted on but its redemption could not be confirmed."
+    http_status = 500
+    title = "Commit unconfirmed"
 
 
 class StoreUnavailable(PauseTokenError):

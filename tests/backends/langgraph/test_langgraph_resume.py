@@ -289,6 +289,31 @@ async def test_two_tokens_for_one_interrupt_racing_resume_it_once(
     assert statuses == {TokenStatus.REDEEMED}  # one pause, one answer, whichever token
 
 
+async def test_tokens_minted_under_two_scopes_for_one_interrupt_resume_it_once(
+    graphs: Graphs, make_tokens: Callable[..., PauseTokens], effects: Effects
+) -> None:
+    graph = graphs.single()
+    tokens = make_tokens(graph)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+    globex = Scope("globex")
+    [ours] = await mint_pending(tokens, graph, config, scope=ACME)
+    [theirs] = await mint_pending(tokens, graph, config, scope=globex)
+
+    outcomes = await asyncio.gather(
+        resume(tokens, graph, ours.token, APPROVE, scope=ACME),
+        resume(tokens, graph, theirs.token, APPROVE, scope=globex),
+        return_exceptions=True,
+    )
+
+    assert effects.done == ["refund:True"]
+    refused = [o for o in outcomes if isinstance(o, BaseException)]
+    assert all(isinstance(o, RedemptionInProgress | StaleToken) for o in refused), refused
+    with pytest.raises(AlreadyRedeemed):
+        await resume(tokens, graph, theirs.token, REJECT, scope=globex)
+    assert effects.done == ["refund:True"]
+
+
 async def test_a_failed_resume_is_released_and_the_retry_runs_the_side_effect_once(
     graphs: Graphs, make_tokens: Callable[..., PauseTokens], effects: Effects
 ) -> None:
@@ -349,7 +374,7 @@ async def test_a_claim_left_by_a_dead_worker_lapses_and_the_retry_runs_once(
     assert busy.value.retry_after is not None
     assert busy.value.retry_after > 0
 
-    clock.now += tokens.lease.total_seconds() + 1
+    clock.now += (tokens.lease + tokens.policy.leeway).total_seconds() + 1
     output = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
 
     assert output == {"log": ["refund:True"]}

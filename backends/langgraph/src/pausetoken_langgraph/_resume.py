@@ -172,7 +172,9 @@ async def resume(
     check runs before anything changes; the pause is claimed; the graph resumes with
     ``Command(resume={interrupt_id: answer})`` on the token's thread (its head, never an
     old checkpoint); when ``ainvoke`` returns, the claim is committed, and when it raises it
-    is released and the error propagates, so the same answer can be retried.
+    is released and the error propagates, so the same answer can be retried. The claim's
+    lease is renewed while the graph runs; if it is lost anyway (the store was unreachable
+    for longer than the lease), the run is cancelled and ``LeaseLost`` is raised.
 
     The claim is per pause, not per token: a second token minted for the same interrupt
     cannot resume it again (another answer is refused, the same answer is a retry).
@@ -200,6 +202,8 @@ async def resume(
         ConfigurationError: the service does not read this graph, or ``config``
             addresses a thread or checkpoint.
         StaleToken: the run moved on without this pause being answered through pausetoken.
+        LeaseLost: the claim was lost while the graph ran (the run was cancelled).
+        CommitUnconfirmed: the graph ran but the commit could not be confirmed.
         RedemptionInProgress: another redeemer holds the claim on this pause.
         PauseTokenError: any refusal of :meth:`pausetoken.PauseTokens.redeem`.
         Exception: whatever the graph raised while resuming (the claim is released).
@@ -218,4 +222,7 @@ async def resume(
             return (await graph.aget_state(run_config)).values
         answer = to_json_value(redemption.response, converter=tokens.converter)
         command: Command[Any] = Command(resume={claims.interrupt_id: answer})
-        return await graph.ainvoke(command, run_config, context=context)
+        lease = redemption.lease
+        assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
+        # Cancelled if the claim is lost meanwhile, so two workers never both run on.
+        return await lease.run(graph.ainvoke(command, run_config, context=context))

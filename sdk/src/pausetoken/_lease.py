@@ -1,0 +1,162 @@
+"""The claim a redemption holds while its body runs, renewed in the background."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from pausetoken._claims import fingerprint
+from pausetoken.exceptions import LeaseLost
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from pausetoken._store import TokenStore
+
+__all__ = ["MIN_LEASE", "Lease"]
+
+logger = logging.getLogger("pausetoken.service")
+
+_T = TypeVar("_T")
+
+#: The shortest lease the service accepts: renewals run every third of it, and a store
+#: round trip must fit many times into one interval.
+MIN_LEASE: Final = timedelta(seconds=1)
+# After a failed renewal, try again this soon (or at the usual interval if that is sooner).
+_RETRY_RENEWAL_S: Final = 0.5
+
+
+class Lease:
+    """The claim a redemption holds while the body of ``redeem()`` runs.
+
+    The service renews it in the background every third of the lease, so only a worker that
+    died (or stalled for longer than the lease) lets it lapse for another worker to take
+    over. When a renewal finds the claim gone (taken over after it lapsed, or revoked), or
+    cannot reach the store before the lease ends, the lease is *lost*: :attr:`lost` turns
+    true, :meth:`ensure_held` raises, and :meth:`run` cancels what it runs.
+
+    Side effects in the body should still be idempotent: a lease protects against a second
+    worker resuming the pause, not against the first one crashing half-way.
+
+    Example:
+        .. code-block:: python
+
+            async with tokens.redeem(token, answer, scope=scope) as done:
+                if not done.replayed:
+                    await done.lease.run(resume_the_run(done.response))
+    """
+
+    def __init__(
+        self,
+        *,
+        store: TokenStore,
+        pause_key: str,
+        lease_id: str,
+        until: datetime,
+        length: timedelta,
+        clock: Callable[[], float],
+    ) -> None:
+        """Hold ``lease_id`` on ``pause_key`` until ``until`` (renewed by :meth:`keep`)."""
+        self._store = store
+        self._pause_key = pause_key
+        self._lease_id = lease_id
+        self._until = until
+        self._length = length
+        self._clock = clock
+        self._lost = asyncio.Event()
+        self._keeper: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost else f"until={self._until.isoformat()}"
+        return f"Lease(pause=<{fingerprint(self._pause_key)}>, {state})"
+
+    @property
+    def lost(self) -> bool:
+        """Whether the claim was lost while the body ran."""
+        return self._lost.is_set()
+
+    @property
+    def until(self) -> datetime:
+        """When the claim lapses unless renewed again."""
+        return self._until
+
+    def ensure_held(self) -> None:
+        """Call before an irreversible side effect.
+
+        Raises:
+            LeaseLost: the claim was lost; another worker may be resuming the pause.
+        """
+        if self.lost:
+            raise LeaseLost
+
+    async def run(self, awaitable: Awaitable[_T]) -> _T:
+        """Await ``awaitable``; cancel it and raise :class:`LeaseLost` if the lease is lost.
+
+        Raises:
+            LeaseLost: the claim was lost before ``awaitable`` finished (it was cancelled).
+        """
+        self.ensure_held()
+        work = asyncio.ensure_future(awaitable)
+        lost = asyncio.ensure_future(self._lost.wait())
+        try:
+            await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            if not work.done():
+                work.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
+        if work.cancelled() and self.lost:
+            raise LeaseLost
+        return work.result()
+
+    # -- the service's side -----------------------------------------------------------------
+
+    def keep(self) -> None:
+        """Start renewing in the background (the service calls this after the claim)."""
+        self._keeper = asyncio.get_running_loop().create_task(self._renew_until_stopped())
+
+    async def stop(self) -> None:
+        """Stop renewing (after commit or release)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
+
+    def lapsed(self) -> bool:
+        """Whether the lease's end passed by this worker's clock."""
+        return self._clock() >= self._until.timestamp()
+
+    def _lose(self, why: str) -> None:
+        if not self.lost:
+            logger.error(why, extra={"pause": fingerprint(self._pause_key)})
+            self._lost.set()
+
+    async def _renew_until_stopped(self) -> None:
+        interval = self._length.total_seconds() / 3
+        delay = interval
+        while True:
+            await asyncio.sleep(delay)
+            delay = interval
+            until = datetime.fromtimestamp(self._clock(), tz=UTC) + self._length
+            try:
+                held = await self._store.renew(self._pause_key, self._lease_id, until)
+            except Exception as exc:  # noqa: BLE001 - a failed renewal is retried, then logged
+                if self.lapsed():
+                    self._lose("lease lost: the store was unreachable until the lease ended")
+                    return
+                delay = min(interval, _RETRY_RENEWAL_S)
+                logger.warning(
+                    "lease renewal failed; retrying (%s)",
+                    type(exc).__name__,
+                    extra={"pause": fingerprint(self._pause_key)},
+                )
+                continue
+            if not held:
+                self._lose("lease lost: the claim was taken over or revoked")
+                return
+            self._until = max(self._until, until)
