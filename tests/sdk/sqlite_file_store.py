@@ -2,35 +2,39 @@
 
 It exists to test ``race_processes`` and the conformance kit against a second, independent
 implementation; it blocks the event loop and is not meant for anything else. Opened through
-the ``module:attr`` escape hatch with the database path as an option.
+the ``module:attr`` escape hatch with the database path as an option. Times are stored as
+integer microseconds since the epoch, so they round-trip exactly.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from pausetoken import ClaimOutcome, ClaimRequest, ClaimResult, TokenRecord, TokenState
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS tokens (
-    jti TEXT PRIMARY KEY, state TEXT NOT NULL, scope_hash TEXT NOT NULL, name TEXT NOT NULL,
-    expires_at INTEGER NOT NULL, response_hash TEXT, lease_id TEXT, lease_until INTEGER
+CREATE TABLE IF NOT EXISTS pauses (
+    pause_key TEXT PRIMARY KEY, state TEXT NOT NULL, scope_hash TEXT NOT NULL,
+    name TEXT NOT NULL, expires_at INTEGER NOT NULL, response_hash TEXT, lease_id TEXT,
+    lease_until INTEGER
 )
 """
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
-def _ts(value: datetime | None) -> int | None:
-    return None if value is None else int(value.timestamp())
+def _ts(value: datetime) -> int:
+    return (value - _EPOCH) // _MICROSECOND
 
 
-def _dt(value: int | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+def _dt(value: int) -> datetime:
+    return _EPOCH + value * _MICROSECOND
 
 
 class SQLiteFileStore:
-    api_version: ClassVar[int] = 1
+    api_version: ClassVar[int] = 2
 
     def __init__(self, path: str) -> None:
         self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -38,42 +42,59 @@ class SQLiteFileStore:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> SQLiteFileStore:
+        del url
         return cls(options["path"])
 
-    def _row(self, jti: str) -> TokenRecord | None:
-        row = self._db.execute("SELECT * FROM tokens WHERE jti = ?", (jti,)).fetchone()
+    def _row(self, key: str) -> TokenRecord | None:
+        row = self._db.execute("SELECT * FROM pauses WHERE pause_key = ?", (key,)).fetchone()
         if row is None:
             return None
         return TokenRecord(
-            jti=row[0],
+            pause_key=row[0],
             state=TokenState(row[1]),
             scope_hash=row[2],
             name=row[3],
-            expires_at=_dt(row[4]),  # type: ignore[arg-type]
+            expires_at=_dt(row[4]),
             response_hash=row[5],
             lease_id=row[6],
-            lease_until=_dt(row[7]),
+            lease_until=None if row[7] is None else _dt(row[7]),
+        )
+
+    def _raise_expiry(self, key: str, expires_at: datetime) -> None:
+        self._db.execute(
+            "UPDATE pauses SET expires_at = max(expires_at, ?) WHERE pause_key = ?",
+            (_ts(expires_at), key),
         )
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
+        key = request.pause_key
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            row = self._row(request.jti)
-            lease_ended = row is not None and row.state is TokenState.CLAIMED
-            if row is None or (lease_ended and row.lease_until <= request.now):  # type: ignore[operator]
+            row = self._row(key)
+            lapsed = (
+                row is not None
+                and row.state is TokenState.CLAIMED
+                and row.lease_until is not None
+                and row.lease_until <= request.now
+            )
+            if row is None or lapsed:
+                expires = (
+                    request.expires_at if row is None else max(row.expires_at, request.expires_at)
+                )
                 self._db.execute(
-                    "INSERT OR REPLACE INTO tokens VALUES (?, 'claimed', ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO pauses VALUES (?, 'claimed', ?, ?, ?, ?, ?, ?)",
                     (
-                        request.jti,
+                        key,
                         request.scope_hash,
                         request.name,
-                        _ts(request.expires_at),
+                        _ts(expires),
                         request.response_hash,
                         request.lease_id,
                         _ts(request.lease_until),
                     ),
                 )
                 return ClaimResult(ClaimOutcome.CLAIMED)
+            self._raise_expiry(key, request.expires_at)
             if row.state is TokenState.CLAIMED:
                 return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
             if row.state is TokenState.REDEEMED:
@@ -85,48 +106,61 @@ class SQLiteFileStore:
         finally:
             self._db.execute("COMMIT")
 
-    async def commit(self, jti: str, lease_id: str) -> bool:
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
         cursor = self._db.execute(
-            "UPDATE tokens SET state = 'redeemed' WHERE jti = ? AND state = 'claimed' "
-            "AND lease_id = ?",
-            (jti, lease_id),
+            "UPDATE pauses SET lease_until = max(lease_until, ?) "
+            "WHERE pause_key = ? AND state = 'claimed' AND lease_id = ?",
+            (_ts(lease_until), pause_key, lease_id),
         )
         return cursor.rowcount == 1
 
-    async def release(self, jti: str, lease_id: str) -> bool:
+    async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
         cursor = self._db.execute(
-            "DELETE FROM tokens WHERE jti = ? AND state = 'claimed' AND lease_id = ?",
-            (jti, lease_id),
+            "UPDATE pauses SET state = 'redeemed', expires_at = max(expires_at, ?) "
+            "WHERE pause_key = ? AND state IN ('claimed', 'redeemed') AND lease_id = ?",
+            (_ts(expires_at), pause_key, lease_id),
+        )
+        return cursor.rowcount == 1
+
+    async def release(self, pause_key: str, lease_id: str) -> bool:
+        cursor = self._db.execute(
+            "DELETE FROM pauses WHERE pause_key = ? AND state = 'claimed' AND lease_id = ?",
+            (pause_key, lease_id),
         )
         return cursor.rowcount == 1
 
     async def revoke(
-        self, jti: str, scope_hash: str, name: str, expires_at: datetime
+        self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
     ) -> TokenRecord:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute(
-                "INSERT OR IGNORE INTO tokens (jti, state, scope_hash, name, expires_at) "
+                "INSERT OR IGNORE INTO pauses (pause_key, state, scope_hash, name, expires_at) "
                 "VALUES (?, 'revoked', ?, ?, ?)",
-                (jti, scope_hash, name, _ts(expires_at)),
+                (pause_key, scope_hash, name, _ts(expires_at)),
             )
+            self._raise_expiry(pause_key, expires_at)
             self._db.execute(
-                "UPDATE tokens SET state = 'revoked', lease_id = NULL, lease_until = NULL "
-                "WHERE jti = ? AND state = 'claimed'",
-                (jti,),
+                "UPDATE pauses SET state = 'revoked', response_hash = NULL, lease_id = NULL, "
+                "lease_until = NULL WHERE pause_key = ? AND state = 'claimed' "
+                "AND lease_until <= ?",
+                (pause_key, _ts(now)),
             )
-            record = self._row(jti)
+            record = self._row(pause_key)
         finally:
             self._db.execute("COMMIT")
         assert record is not None
         return record
 
-    async def status(self, jti: str) -> TokenRecord | None:
-        return self._row(jti)
+    async def status(self, pause_key: str) -> TokenRecord | None:
+        return self._row(pause_key)
 
     async def purge(self, before: datetime) -> int:
-        cursor = self._db.execute("DELETE FROM tokens WHERE expires_at < ?", (_ts(before),))
+        cursor = self._db.execute("DELETE FROM pauses WHERE expires_at < ?", (_ts(before),))
         return cursor.rowcount
+
+    async def check(self) -> None:
+        self._db.execute("SELECT 1 FROM pauses LIMIT 1").fetchall()
 
     async def aclose(self) -> None:
         self._db.close()

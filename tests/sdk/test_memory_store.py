@@ -12,6 +12,7 @@ import pytest
 
 import pausetoken
 from pausetoken import ClaimOutcome, ClaimRequest, MemoryStore, MemoryStoreWarning, _memory_store
+from pausetoken._store import STORE_API_VERSION
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.testing import StoreConformance
 
@@ -24,9 +25,9 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 HASH = hashlib.sha256(b"x").hexdigest()
 
 
-def _request(jti: str = "j" * 22) -> ClaimRequest:
+def _request(pause_key: str = "j" * 22) -> ClaimRequest:
     return ClaimRequest(
-        jti=jti,
+        pause_key=pause_key,
         scope_hash=HASH,
         name="approval",
         response_hash=HASH,
@@ -38,6 +39,10 @@ def _request(jti: str = "j" * 22) -> ClaimRequest:
 
 
 class TestMemoryStoreConformance(StoreConformance):
+    """The kit through the one ``store`` (warmed with concurrent calls before each race)."""
+
+    process_race_skip_reason = "MemoryStore is process-local: other processes never see its rows"
+
     @pytest.fixture
     async def store(self) -> AsyncIterator[MemoryStore]:
         store = MemoryStore()
@@ -80,7 +85,7 @@ def test_from_url_refuses_options() -> None:
 
 
 def test_it_declares_the_store_api_version_and_is_process_local() -> None:
-    assert MemoryStore.api_version == 1
+    assert MemoryStore.api_version == STORE_API_VERSION == 2
     assert MemoryStore.process_local is True
     assert isinstance(MemoryStore(), pausetoken.TokenStore)
 

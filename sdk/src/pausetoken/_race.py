@@ -1,8 +1,14 @@
-"""``race_processes``: several OS processes claim the same tokens through one store URL.
+"""Races: concurrent claims of the same pauses, started together so that none gets ahead.
+
+:func:`race_processes` makes several OS processes claim the same pauses through one store
+URL; :func:`race_tasks` and :func:`warm_up` do the same for tasks of one event loop (the
+conformance kit and ``pausetoken store check`` use them). A claim that reads and then writes
+passes a race whose first claimer writes before the others have even connected, so every
+racer opens its connections first and waits at a barrier; only then do they all claim.
 
 It lives outside :mod:`pausetoken.testing` so that each spawned worker imports only the core
-(not pytest and hypothesis), which keeps a race's start-up short. It is public as
-:func:`pausetoken.testing.race_processes`.
+(not pytest and hypothesis), which keeps a race's start-up short. ``race_processes`` is
+public as :func:`pausetoken.testing.race_processes`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import queue
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import attrs
 
@@ -25,61 +31,103 @@ from pausetoken._store import ClaimOutcome, ClaimRequest
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
     from multiprocessing.synchronize import Barrier
 
-__all__ = ["race_processes"]
+    from pausetoken._store import TokenStore
+
+__all__ = ["race_processes", "race_tasks", "warm_up"]
+
+T = TypeVar("T")
 
 _SCOPE = hashlib.sha256(b"race scope").hexdigest()
 _ANSWER = hashlib.sha256(b"race answer").hexdigest()
+#: Concurrent ``status`` calls each worker makes before the barrier, to open its connections.
+_WARM_CALLS = 8
+
+
+async def warm_up(store: TokenStore, connections: int) -> None:
+    """Make ``store`` open up to ``connections`` connections before a race.
+
+    It issues that many concurrent ``status`` calls on distinct random keys (rows nobody
+    has), so a store with a connection pool has them open and idle when the race starts.
+
+    Args:
+        store: The store about to race.
+        connections: How many calls to have in flight at once.
+    """
+    await asyncio.gather(*(store.status(new_jti()) for _ in range(connections)))
+
+
+async def race_tasks(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run every call as its own task, all released together from an :class:`asyncio.Barrier`.
+
+    Args:
+        calls: Zero-argument coroutine functions (typically one store call each).
+
+    Returns:
+        Their results, in the order of ``calls``.
+    """
+    if not calls:
+        return []
+    barrier = asyncio.Barrier(len(calls))
+
+    async def one(call: Callable[[], Awaitable[T]]) -> T:
+        await barrier.wait()
+        return await call()
+
+    return list(await asyncio.gather(*(one(call) for call in calls)))
 
 
 @attrs.frozen
 class _Job:
     url: str
-    jtis: list[str]
+    keys: list[str]
     options: dict[str, Any]
-    timeout: float
+    #: Wall-clock time (``time.time()``) after which the worker gives up.
+    deadline: float
 
 
 def race_processes(
     url: str,
-    jtis: Iterable[str],
+    pause_keys: Iterable[str],
     *,
     processes: int = 8,
     options: Mapping[str, Any] | None = None,
     timeout: float = 120.0,
 ) -> dict[str, int]:
-    """Claim every token from several processes at once; count the ``CLAIMED`` answers.
+    """Claim every pause from several processes at once; count the ``CLAIMED`` answers.
 
     Each process (started with ``spawn``) opens the store with
-    :func:`~pausetoken.open_store`, waits at a barrier for the others, then claims every
-    ``jti`` concurrently with its own lease. A store that is correct across processes
-    answers ``CLAIMED`` exactly once per token. The store must be shared between processes
-    (a database file or server): a process-local store such as ``memory://`` is refused.
+    :func:`~pausetoken.open_store`, calls its ``check``, opens its connections (a few
+    concurrent ``status`` calls), waits at a barrier for the others, then claims every key
+    concurrently with its own lease. A store that is correct across processes answers
+    ``CLAIMED`` exactly once per key. The store must be shared between processes (a
+    database file or server): a process-local store such as ``memory://`` is refused.
 
     Example:
         .. code-block:: python
 
-            counts = race_processes(f"sqlite+aiosqlite:///{tmp_path}/t.db", jtis)
-            assert counts == dict.fromkeys(jtis, 1)
+            counts = race_processes(f"sqlite+aiosqlite:///{tmp_path}/t.db", keys)
+            assert counts == dict.fromkeys(keys, 1)
 
     Args:
         url: The store URL every process opens (or ``module:attr``).
-        jtis: The token ids to claim.
+        pause_keys: The pause keys to claim.
         processes: How many processes race.
         options: Keyword options for the store's ``from_url`` (must be picklable).
-        timeout: Seconds to wait for all processes.
+        timeout: Seconds the whole race may take, starting the processes included.
 
     Returns:
-        For each ``jti``, how many processes got ``CLAIMED``.
+        For each key, how many processes got ``CLAIMED``.
 
     Raises:
         ConfigurationError: the store is process-local, or ``processes`` is below 2.
-        PauseTokenError: a process failed (the store's own typed error when it raised one,
-            otherwise code ``race_worker_failed``).
+        PauseTokenError: a process failed or the race ran out of time (the store's own
+            typed error when it raised one, otherwise code ``race_worker_failed``).
     """
-    tokens = list(dict.fromkeys(jtis))
+    deadline = time.monotonic() + timeout
+    keys = list(dict.fromkeys(pause_keys))
     if processes < 2:  # noqa: PLR2004 - a race needs two
         msg = "a race needs at least 2 processes"
         raise ConfigurationError(msg)
@@ -92,52 +140,80 @@ def race_processes(
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(processes)
     results: multiprocessing.Queue[tuple[Any, ...]] = ctx.Queue()
+    job = _Job(url, keys, dict(options or {}), time.time() + timeout)
     workers = [
         ctx.Process(
             target=_worker,
-            args=(_Job(url, tokens, dict(options or {}), timeout), barrier, results),
+            args=(job, barrier, results),
             name=f"pausetoken-race-{i}",
             daemon=True,
         )
         for i in range(processes)
     ]
-    for worker in workers:
-        worker.start()
+    started: list[multiprocessing.process.BaseProcess] = []
     try:
-        answers = _collect(results, workers, timeout)
+        _start(workers, started, deadline, timeout)
+        answers = _collect(results, started, deadline, timeout)
+    except BaseException:
+        # Release the workers waiting at the barrier instead of letting them sit it out.
+        barrier.abort()
+        raise
     finally:
-        for worker in workers:
-            worker.join(timeout=5)
+        for worker in started:
+            worker.join(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
             if worker.is_alive():
                 worker.terminate()
                 worker.join()
         results.close()
-    counts = dict.fromkeys(tokens, 0)
+    return _tally(keys, answers)
+
+
+def _start(
+    workers: Sequence[multiprocessing.process.BaseProcess],
+    started: list[multiprocessing.process.BaseProcess],
+    deadline: float,
+    timeout: float,
+) -> None:
+    # Starting a spawned interpreter takes a while: the race's deadline covers it too.
+    for worker in workers:
+        if time.monotonic() > deadline:
+            _give_up(f"only {len(started)} of {len(workers)} processes started in {timeout} s")
+        worker.start()
+        started.append(worker)
+
+
+def _tally(keys: list[str], answers: list[tuple[Any, ...]]) -> dict[str, int]:
+    counts = dict.fromkeys(keys, 0)
     for answer in answers:
         if answer[0] == "error":
             _, name, code, detail = answer
             raise _rebuild(name, code, detail)
-        for jti in answer[1]:
-            counts[jti] += 1
+        for key in answer[1]:
+            counts[key] += 1
     return counts
+
+
+def _give_up(what: str) -> NoReturn:
+    msg = f"a race process failed ({what})"
+    raise PauseTokenError(msg, code="race_worker_failed")
 
 
 def _collect(
     results: multiprocessing.Queue[tuple[Any, ...]],
     workers: Sequence[multiprocessing.process.BaseProcess],
+    deadline: float,
     timeout: float,
 ) -> list[tuple[Any, ...]]:
     answers: list[tuple[Any, ...]] = []
-    deadline = time.monotonic() + timeout
     while len(answers) < len(workers):
         try:
-            answers.append(results.get(timeout=0.5))
+            answers.append(results.get(timeout=max(0.01, min(0.5, deadline - time.monotonic()))))
         except queue.Empty:
             dead = [w for w in workers if w.exitcode not in (None, 0)]
-            if dead or time.monotonic() > deadline:
-                what = f"exit code {dead[0].exitcode}" if dead else f"no answer in {timeout} s"
-                msg = f"a race process failed ({what})"
-                raise PauseTokenError(msg, code="race_worker_failed") from None
+            if dead:
+                _give_up(f"exit code {dead[0].exitcode}")
+            if time.monotonic() > deadline:
+                _give_up(f"no answer in {timeout} s")
     return answers
 
 
@@ -163,12 +239,14 @@ def _worker(job: _Job, barrier: Barrier, results: multiprocessing.Queue[tuple[An
 async def _claim_all(job: _Job, barrier: Barrier) -> list[str]:
     store = open_store(job.url, **job.options)
     try:
+        await store.check()
+        await warm_up(store, min(len(job.keys), _WARM_CALLS))
         # Wait in a thread so the store's own loop keeps running while the others start.
-        await asyncio.to_thread(barrier.wait, job.timeout)
-        now = datetime.now(UTC).replace(microsecond=0)
+        await asyncio.to_thread(barrier.wait, max(0.0, job.deadline - time.time()))
+        now = datetime.now(UTC)
         requests = [
             ClaimRequest(
-                jti=jti,
+                pause_key=key,
                 scope_hash=_SCOPE,
                 name="race",
                 response_hash=_ANSWER,
@@ -177,11 +255,13 @@ async def _claim_all(job: _Job, barrier: Barrier) -> list[str]:
                 lease_until=now + timedelta(minutes=5),
                 now=now,
             )
-            for jti in job.jtis
+            for key in job.keys
         ]
         outcomes = await asyncio.gather(*(store.claim(r) for r in requests))
     finally:
         await store.aclose()
     return [
-        r.jti for r, o in zip(requests, outcomes, strict=True) if o.outcome is ClaimOutcome.CLAIMED
+        r.pause_key
+        for r, o in zip(requests, outcomes, strict=True)
+        if o.outcome is ClaimOutcome.CLAIMED
     ]

@@ -3,12 +3,15 @@
 Third-party stores run the same checks as the built-in ones:
 
 * :class:`StoreConformance`, a pytest mixin; subclass it in a ``Test...`` class and override
-  the one async fixture ``store`` (yielding a fresh, empty store);
-* :mod:`pausetoken.testing.strategies`, hypothesis strategies for ``jti`` values, scopes,
+  the async fixture ``store`` (yielding a fresh, empty store), and where the store allows,
+  ``store_factory`` (another store on the same data, so concurrent claims race through
+  separate connections) and ``store_url`` (so OS processes race too);
+* :mod:`pausetoken.testing.strategies`, hypothesis strategies for pause keys, scopes,
   JSON-exact payloads, claim requests and claim sets;
 * :class:`TokenStoreMachine` and :func:`check_store_state_machine`, a stateful model of the
-  store state machine that drives any store and compares every answer;
-* :func:`race_processes`, several OS processes claiming the same tokens through a store URL.
+  store state machine that drives any store with the lease ids it issued and compares every
+  answer and record;
+* :func:`race_processes`, several OS processes claiming the same pauses through a store URL.
 
 Example:
     .. code-block:: python
@@ -19,8 +22,12 @@ Example:
 
         class TestMyStore(StoreConformance):
             @pytest.fixture
-            async def store(self, tmp_path):
-                store = MyStore.from_url(f"mystore:///{tmp_path}/tokens")
+            def store_url(self, tmp_path):
+                return f"mystore:///{tmp_path}/tokens"
+
+            @pytest.fixture
+            async def store(self, store_url):
+                store = MyStore.from_url(store_url)
                 yield store
                 await store.aclose()
 
@@ -45,13 +52,16 @@ pytest.register_assert_rewrite("pausetoken.testing._stateful", "pausetoken.testi
 
 from pausetoken._race import race_processes  # noqa: E402
 from pausetoken.testing._stateful import (  # noqa: E402
+    REQUIRED_VISITS,
     TokenStoreMachine,
     check_store_state_machine,
 )
-from pausetoken.testing._stores import StoreConformance  # noqa: E402
+from pausetoken.testing._stores import StoreConformance, StoreFactory  # noqa: E402
 
 __all__ = [
+    "REQUIRED_VISITS",
     "StoreConformance",
+    "StoreFactory",
     "TokenStoreMachine",
     "check_store_state_machine",
     "race_processes",

@@ -1,9 +1,15 @@
 """A stateful model of the store state machine, driving any ``TokenStore``.
 
-Hypothesis chooses a sequence of claims (fresh or repeated answers, with leases of various
-lengths), time steps, commits and releases (by the holder, by old holders, by strangers),
-revocations and purges; after every step the store's ``status`` of every token must equal
-the model's.
+Hypothesis chooses a sequence of claims (fresh or repeated answers, scopes and names, with
+leases of various lengths and expiries that move up and down), batches of concurrent
+claims, time steps, renewals, commits and releases (by the holder, by old holders of the
+same pause, by strangers), revocations and purges; after every step the store's
+``status`` of every pause must equal the model's, field by field.
+
+The machine uses the lease ids the store actually issued, so commits and releases by the
+holder happen and every state is reached. It counts the transitions it saw
+(:data:`REQUIRED_VISITS`): a run that never committed, released, revoked or took a lease
+over has not tested the store, and :func:`check_store_state_machine` says so.
 """
 
 # ruff: noqa: S101 - the machine is a test; pytest rewrites its asserts
@@ -11,11 +17,13 @@ the model's.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import attrs
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -27,36 +35,107 @@ from hypothesis.stateful import (
 )
 
 from pausetoken._claims import new_jti
-from pausetoken._store import ClaimOutcome, ClaimRequest, TokenState
+from pausetoken._race import race_tasks
+from pausetoken._store import ClaimOutcome, ClaimRequest, ClaimResult, TokenRecord, TokenState
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
+    from collections.abc import Callable, Coroutine, Sequence
 
     from hypothesis import settings as Settings  # noqa: N812
 
-    from pausetoken._store import TokenRecord, TokenStore
+    from pausetoken._store import TokenStore
 
-__all__ = ["TokenStoreMachine", "check_store_state_machine"]
+__all__ = ["REQUIRED_VISITS", "TokenStoreMachine", "check_store_state_machine"]
 
 T = TypeVar("T")
 
-_SLOTS = 4  # three tokens, and the third's case-swapped twin
+_SLOTS = 4  # three pauses, and the third's case-swapped twin
 _ANSWERS = (hashlib.sha256(b"yes").hexdigest(), hashlib.sha256(b"no").hexdigest())
-_SCOPE = hashlib.sha256(b"state machine scope").hexdigest()
-_NAME = "approval"
-# Few distinct durations, so that leases end exactly "now" as often as before or after.
-_SECONDS = st.sampled_from([0, 1, 2, 5, 30])
+_SCOPES = (
+    hashlib.sha256(b"state machine scope").hexdigest(),
+    hashlib.sha256(b"another scope").hexdigest(),
+)
+_NAMES = ("approval", "review")
+# Few distinct durations, so that leases end exactly "now" as often as before or after,
+# and some a microsecond apart, so that a store rounding times is found out.
+_STEPS = st.sampled_from(
+    [
+        timedelta(0),
+        timedelta(microseconds=1),
+        timedelta(seconds=1),
+        timedelta(seconds=2, microseconds=500_001),
+        timedelta(seconds=5),
+        timedelta(seconds=30),
+    ]
+)
+_LIVE_LEASES = st.sampled_from([timedelta(seconds=1), timedelta(seconds=5, microseconds=3)])
+# Expiries move both ways around each pause's own: a store must only ever raise them.
+_SHIFTS = st.sampled_from(
+    [
+        timedelta(seconds=-30),
+        timedelta(microseconds=-1),
+        timedelta(0),
+        timedelta(microseconds=1),
+        timedelta(seconds=30),
+    ]
+)
+# Whose lease a renew, commit or release presents.
+_WHO = st.sampled_from(("holder", "holder", "old", "stranger"))
 #: Seconds a single store call may take before the machine gives up on it.
 CALL_TIMEOUT = 60.0
+#: Transitions every run must see; otherwise it has not exercised the store.
+REQUIRED_VISITS: Final = frozenset(
+    {"claimed", "takeover", "redeemed", "released", "revoked", "batch won"}
+)
 
 
-@attrs.frozen
-class _Row:
-    state: TokenState
-    expires_at: datetime
-    response_hash: str | None = None
-    lease_id: str | None = None
-    lease_until: datetime | None = None
+def _aware(value: datetime) -> datetime:
+    # Microseconds never zero, so that a store dropping them is found out.
+    return value.replace(microsecond=value.microsecond | 1)
+
+
+def _claimed(request: ClaimRequest, expires_at: datetime) -> TokenRecord:
+    return TokenRecord(
+        pause_key=request.pause_key,
+        state=TokenState.CLAIMED,
+        scope_hash=request.scope_hash,
+        name=request.name,
+        expires_at=expires_at,
+        response_hash=request.response_hash,
+        lease_id=request.lease_id,
+        lease_until=request.lease_until,
+    )
+
+
+def expected_claim(row: TokenRecord | None, request: ClaimRequest) -> ClaimResult:
+    """What the protocol says ``claim(request)`` answers when the row is ``row``."""
+    if row is None or _lapsed(row, request.now):
+        return ClaimResult(ClaimOutcome.CLAIMED)
+    if row.state is TokenState.CLAIMED:
+        return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
+    if row.state is TokenState.REDEEMED:
+        same = row.response_hash == request.response_hash
+        return ClaimResult(ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER)
+    return ClaimResult(ClaimOutcome.REVOKED)
+
+
+def _lapsed(row: TokenRecord, now: datetime) -> bool:
+    return (
+        row.state is TokenState.CLAIMED and row.lease_until is not None and row.lease_until <= now
+    )
+
+
+def assert_same_record(record: TokenRecord | None, expected: TokenRecord | None, what: str) -> None:
+    """Fail unless ``record`` equals ``expected`` in every field (times to the microsecond)."""
+    if expected is None:
+        assert record is None, f"{what}: the store has {record!r}, the protocol says no row"
+        return
+    assert record is not None, f"{what}: the store has no row, the protocol says {expected!r}"
+    for field in attrs.fields(TokenRecord):
+        got, want = getattr(record, field.name), getattr(expected, field.name)
+        assert got == want, f"{what}: {field.name} is {got!r}, the protocol says {want!r}"
+        if isinstance(got, datetime):
+            assert got.utcoffset() == timedelta(0), f"{what}: {field.name} is not aware UTC"
 
 
 class TokenStoreMachine(RuleBasedStateMachine):
@@ -64,12 +143,14 @@ class TokenStoreMachine(RuleBasedStateMachine):
 
     Bind it to a store with :meth:`bind` (or use :func:`check_store_state_machine`);
     every store call goes through :attr:`run`, which executes a coroutine on the loop the
-    store belongs to and returns its result.
+    store belongs to and returns its result. :attr:`visits` counts the transitions seen.
     """
 
     store: ClassVar[TokenStore]
+    racers: ClassVar[Sequence[TokenStore]]
     run: ClassVar[Callable[[Coroutine[Any, Any, Any]], Any]]
     supports_purge: ClassVar[bool] = True
+    visits: ClassVar[collections.Counter[str]]
 
     @classmethod
     def bind(
@@ -78,6 +159,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
         run: Callable[[Coroutine[Any, Any, Any]], Any],
         *,
         supports_purge: bool = True,
+        racers: Sequence[TokenStore] = (),
     ) -> type[TokenStoreMachine]:
         """A subclass of this machine that drives ``store`` through ``run``.
 
@@ -86,151 +168,248 @@ class TokenStoreMachine(RuleBasedStateMachine):
             run: Runs a coroutine on the store's event loop and returns its result.
             supports_purge: Whether to exercise ``purge`` (and reset the store with it
                 before each example).
+            racers: Stores on the same data as ``store`` (ideally each with its own
+                connections, already open) that batches of concurrent claims go through;
+                by default the batch goes through ``store``.
         """
         return type(
             f"{type(store).__name__}Machine",
             (cls,),
-            {"store": store, "run": staticmethod(run), "supports_purge": supports_purge},
+            {
+                "store": store,
+                "racers": tuple(racers) or (store,),
+                "run": staticmethod(run),
+                "supports_purge": supports_purge,
+                "visits": collections.Counter(),
+            },
         )
 
     def __init__(self) -> None:
-        """Start an example with fresh token ids (so examples never see each other's rows)."""
+        """Start an example with fresh pause keys (so examples never see each other's rows)."""
         super().__init__()
-        self.now = datetime.now(UTC).replace(microsecond=0)
+        self.now = _aware(datetime.now(UTC))
         prefix = "aB" + new_jti()
-        self.jtis = [f"{prefix}{i}" for i in range(_SLOTS - 1)]
-        self.jtis.append(self.jtis[-1].swapcase())
+        self.keys = [f"{prefix}{i}" for i in range(_SLOTS - 1)]
+        self.keys.append(self.keys[-1].swapcase())
         self.expires: list[datetime] = []
-        self.model: dict[str, _Row] = {}
-        self.leases: list[str] = []
+        self.model: dict[str, TokenRecord] = {}
+        self.issued: dict[str, list[str]] = {key: [] for key in self.keys}
+        self.stranger = f"lease-never-issued-{prefix}"
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         result: T = type(self).run(coro)
         return result
 
-    @initialize(ttls=st.lists(st.integers(60, 120), min_size=_SLOTS, max_size=_SLOTS))
-    def start(self, ttls: list[int]) -> None:
-        """Give each token its expiry; empty the store when it can purge."""
-        self.expires = [self.now + timedelta(seconds=t) for t in ttls]
+    def _visit(self, what: str) -> None:
+        event(what)
+        type(self).visits[what] += 1
+
+    def _raise_expiry(self, key: str, expires_at: datetime) -> None:
+        row = self.model.get(key)
+        if row is not None and row.expires_at < expires_at:
+            self.model[key] = attrs.evolve(row, expires_at=expires_at)
+
+    def _request(
+        self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
+    ) -> ClaimRequest:
+        key = self.keys[slot]
+        lease_id = f"lease-{sum(map(len, self.issued.values()))}-{self.keys[0]}"
+        self.issued[key].append(lease_id)
+        return ClaimRequest(
+            pause_key=key,
+            scope_hash=_SCOPES[scope],
+            name=_NAMES[scope],
+            response_hash=_ANSWERS[answer],
+            expires_at=self.expires[slot] + shift,
+            lease_id=lease_id,
+            lease_until=self.now + lease,
+            now=self.now,
+        )
+
+    def _lease(self, key: str, who: str, index: int) -> str:
+        issued = self.issued[key]
+        row = self.model.get(key)
+        if who == "holder" and row is not None and row.lease_id is not None:
+            return row.lease_id
+        if who in {"holder", "old"} and issued:
+            return issued[-1] if who == "holder" else issued[index % len(issued)]
+        others = [lease for k, leases in self.issued.items() if k != key for lease in leases]
+        if others and index % 2 == 0:
+            return others[index % len(others)]
+        return self.stranger
+
+    @initialize(seconds=st.lists(st.integers(60, 120), min_size=_SLOTS, max_size=_SLOTS))
+    def start(self, seconds: list[int]) -> None:
+        """Give each pause its expiry; empty the store when it can purge."""
+        self.expires = [self.now + timedelta(seconds=s, microseconds=7) for s in seconds]
         if self.supports_purge:
             self._call(self.store.purge(self.now + timedelta(days=3650)))
 
     @rule(
         slot=st.integers(0, _SLOTS - 1),
-        answer=st.sampled_from(_ANSWERS),
-        lease_seconds=_SECONDS,
+        answer=st.integers(0, 1),
+        scope=st.integers(0, 1),
+        lease=_STEPS,
+        shift=_SHIFTS,
     )
-    def claim(self, slot: int, answer: str, lease_seconds: int) -> None:
-        """Claim a token with a new lease; the outcome must be the model's."""
-        jti = self.jtis[slot]
-        lease_id = f"lease-{len(self.leases)}-{self.jtis[0]}"
-        self.leases.append(lease_id)
-        request = ClaimRequest(
-            jti=jti,
-            scope_hash=_SCOPE,
-            name=_NAME,
-            response_hash=answer,
-            expires_at=self.expires[slot],
-            lease_id=lease_id,
-            lease_until=self.now + timedelta(seconds=lease_seconds),
-            now=self.now,
-        )
+    def claim(self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta) -> None:
+        """Claim a pause with a new lease; the outcome must be the model's."""
+        request = self._request(slot, answer, scope, lease, shift)
+        key = request.pause_key
         result = self._call(self.store.claim(request))
-        row = self.model.get(jti)
-        if row is None or (
-            row.state is TokenState.CLAIMED
-            and row.lease_until is not None
-            and row.lease_until <= self.now
-        ):
-            assert result.outcome is ClaimOutcome.CLAIMED, result
-            self.model[jti] = _Row(
-                TokenState.CLAIMED, self.expires[slot], answer, lease_id, request.lease_until
-            )
-        elif row.state is TokenState.CLAIMED:
-            assert result.outcome is ClaimOutcome.IN_PROGRESS, result
-            assert result.lease_until == row.lease_until, result
-        elif row.state is TokenState.REDEEMED:
-            same = row.response_hash == answer
-            expected = ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER
-            assert result.outcome is expected, result
+        row = self.model.get(key)
+        expected = expected_claim(row, request)
+        assert result == expected, (result, expected)
+        if expected.outcome is ClaimOutcome.CLAIMED:
+            expires = request.expires_at if row is None else max(row.expires_at, request.expires_at)
+            self.model[key] = _claimed(request, expires)
+            self._visit("claimed" if row is None else "takeover")
         else:
-            assert result.outcome is ClaimOutcome.REVOKED, result
+            self._raise_expiry(key, request.expires_at)
+            self._visit(f"claim {expected.outcome.value}")
 
-    @rule(seconds=_SECONDS)
-    def advance(self, seconds: int) -> None:
+    @rule(
+        slot=st.integers(0, _SLOTS - 1),
+        answers=st.lists(st.integers(0, 1), min_size=2, max_size=6),
+        lease=_LIVE_LEASES,
+        shift=_SHIFTS,
+    )
+    def claim_batch(
+        self, slot: int, answers: list[int], lease: timedelta, shift: timedelta
+    ) -> None:
+        """Claim one pause many times at once: exactly one may win, the rest see its lease."""
+        requests = [self._request(slot, a, a, lease, shift) for a in answers]
+        racers = type(self).racers
+
+        def claim(i: int) -> Callable[[], Coroutine[Any, Any, ClaimResult]]:
+            return lambda: racers[i % len(racers)].claim(requests[i])
+
+        results = self._call(race_tasks([claim(i) for i in range(len(requests))]))
+        key = self.keys[slot]
+        row = self.model.get(key)
+        outcomes = [r.outcome for r in results]
+        if expected_claim(row, requests[0]).outcome is ClaimOutcome.CLAIMED:
+            assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
+            winner = requests[outcomes.index(ClaimOutcome.CLAIMED)]
+            busy = ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=winner.lease_until)
+            assert all(r == busy for r in results if r.outcome is not ClaimOutcome.CLAIMED), results
+            expires = winner.expires_at if row is None else max(row.expires_at, winner.expires_at)
+            self.model[key] = _claimed(winner, expires)
+            self._visit("batch won")
+        else:
+            expected = [expected_claim(row, r) for r in requests]
+            assert results == expected, (results, expected)
+            self._raise_expiry(key, requests[0].expires_at)
+            self._visit(f"batch {outcomes[0].value}")
+
+    @rule(step=_STEPS)
+    def advance(self, step: timedelta) -> None:
         """Let time pass (only the injected clock moves)."""
-        self.now += timedelta(seconds=seconds)
+        self.now += step
 
-    def _lease(self, pick: int) -> str:
-        # Index len(leases) stands for a lease nobody was ever given.
-        return self.leases[pick] if pick < len(self.leases) else "lease-never-issued"
+    @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8), lease=_STEPS)
+    def renew(self, slot: int, who: str, index: int, lease: timedelta) -> None:
+        """Renew with some lease: only the holder's succeeds, and never lowers the lease."""
+        key = self.keys[slot]
+        lease_id, row = self._lease(key, who, index), self.model.get(key)
+        until = self.now + lease
+        holds = row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
+        assert self._call(self.store.renew(key, lease_id, until)) is holds, (who, row)
+        if holds:
+            assert row is not None
+            assert row.lease_until is not None
+            self.model[key] = attrs.evolve(row, lease_until=max(row.lease_until, until))
+            self._visit("renewed")
 
-    def _holds(self, jti: str, lease_id: str) -> bool:
-        row = self.model.get(jti)
-        return row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
-
-    @rule(slot=st.integers(0, _SLOTS - 1), pick=st.integers(0, 40))
-    def commit(self, slot: int, pick: int) -> None:
-        """Commit with some lease; only the holder's succeeds."""
-        jti, lease_id = self.jtis[slot], self._lease(pick)
-        expected = self._holds(jti, lease_id)
-        assert self._call(self.store.commit(jti, lease_id)) is expected
+    @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8), shift=_SHIFTS)
+    def commit(self, slot: int, who: str, index: int, shift: timedelta) -> None:
+        """Commit with some lease: the holder's redeems, the committer's is confirmed again."""
+        key = self.keys[slot]
+        lease_id, row = self._lease(key, who, index), self.model.get(key)
+        expires = self.expires[slot] + shift
+        ours = row is not None and row.lease_id == lease_id
+        expected = ours and row is not None and row.state is not TokenState.REVOKED
+        assert self._call(self.store.commit(key, lease_id, expires)) is expected, (who, row)
         if expected:
-            self.model[jti] = attrs.evolve(self.model[jti], state=TokenState.REDEEMED)
+            assert row is not None
+            self._visit("redeemed" if row.state is TokenState.CLAIMED else "commit confirmed")
+            self.model[key] = attrs.evolve(
+                row, state=TokenState.REDEEMED, expires_at=max(row.expires_at, expires)
+            )
 
-    @rule(slot=st.integers(0, _SLOTS - 1), pick=st.integers(0, 40))
-    def release(self, slot: int, pick: int) -> None:
-        """Release with some lease; only the holder's succeeds and forgets the claim."""
-        jti, lease_id = self.jtis[slot], self._lease(pick)
-        expected = self._holds(jti, lease_id)
-        assert self._call(self.store.release(jti, lease_id)) is expected
-        if expected:
-            del self.model[jti]
+    @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8))
+    def release(self, slot: int, who: str, index: int) -> None:
+        """Release with some lease: only the holder's succeeds and forgets the claim."""
+        key = self.keys[slot]
+        lease_id, row = self._lease(key, who, index), self.model.get(key)
+        holds = row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
+        assert self._call(self.store.release(key, lease_id)) is holds, (who, row)
+        if holds:
+            del self.model[key]
+            self._visit("released")
 
-    @rule(slot=st.integers(0, _SLOTS - 1))
-    def revoke(self, slot: int) -> None:
-        """Revoke: absent or claimed tokens become revoked, redeemed ones stay redeemed."""
-        jti = self.jtis[slot]
-        record = self._call(self.store.revoke(jti, _SCOPE, _NAME, self.expires[slot]))
-        row = self.model.get(jti)
-        if row is None or row.state is TokenState.CLAIMED:
-            self.model[jti] = _Row(TokenState.REVOKED, self.expires[slot])
-        assert record.jti == jti
-        assert record.state is self.model[jti].state
+    @rule(slot=st.integers(0, _SLOTS - 1), scope=st.integers(0, 1), shift=_SHIFTS)
+    def revoke(self, slot: int, scope: int, shift: timedelta) -> None:
+        """Revoke: absent pauses and lapsed claims become revoked, the rest stay as they are."""
+        key = self.keys[slot]
+        expires = self.expires[slot] + shift
+        record = self._call(
+            self.store.revoke(key, _SCOPES[scope], _NAMES[scope], expires, self.now)
+        )
+        row = self.model.get(key)
+        if row is None:
+            self.model[key] = TokenRecord(
+                pause_key=key,
+                state=TokenState.REVOKED,
+                scope_hash=_SCOPES[scope],
+                name=_NAMES[scope],
+                expires_at=expires,
+            )
+            self._visit("revoked")
+        elif _lapsed(row, self.now):
+            self.model[key] = attrs.evolve(
+                row,
+                state=TokenState.REVOKED,
+                expires_at=max(row.expires_at, expires),
+                response_hash=None,
+                lease_id=None,
+                lease_until=None,
+            )
+            self._visit("revoked")
+            self._visit("revoked a lapsed claim")
+        else:
+            self._raise_expiry(key, expires)
+            self._visit(f"revoke left {row.state.value}")
+        assert_same_record(record, self.model[key], "the record revoke returned")
 
     @precondition(lambda self: self.supports_purge)
-    @rule(slot=st.integers(0, _SLOTS - 1), offset=st.integers(-2, 2))
-    def purge(self, slot: int, offset: int) -> None:
-        """Purge around a token's expiry; the count and the survivors must match."""
-        before = self.expires[slot] + timedelta(seconds=offset)
-        gone = [jti for jti, row in self.model.items() if row.expires_at < before]
-        assert self._call(self.store.purge(before)) == len(gone)
-        for jti in gone:
-            del self.model[jti]
+    @rule(slot=st.integers(0, _SLOTS - 1), offset=_SHIFTS)
+    def purge(self, slot: int, offset: timedelta) -> None:
+        """Purge around a pause's expiry; the count and the survivors must match."""
+        before = self.expires[slot] + offset
+        gone = [key for key, row in self.model.items() if row.expires_at < before]
+        assert self._call(self.store.purge(before)) == len(gone), (before, gone)
+        for key in gone:
+            del self.model[key]
+        if gone:
+            self._visit("purged")
 
     @invariant()
     def status_matches_the_model(self) -> None:
-        """Every token's stored record says what the model says."""
-        for slot, jti in enumerate(self.jtis):
-            record: TokenRecord | None = self._call(self.store.status(jti))
-            row = self.model.get(jti)
-            if row is None:
-                assert record is None, (slot, record)
-                continue
-            assert record is not None, (slot, row)
-            assert (record.jti, record.state) == (jti, row.state), (slot, record, row)
-            assert record.expires_at == row.expires_at, (slot, record, row)
-            assert (record.scope_hash, record.name) == (_SCOPE, _NAME), (slot, record)
-            if row.state is TokenState.CLAIMED:
-                held = (record.lease_id, record.lease_until, record.response_hash)
-                assert held == (row.lease_id, row.lease_until, row.response_hash), slot
-            elif row.state is TokenState.REDEEMED:
-                assert record.response_hash == row.response_hash, (slot, record, row)
+        """Every pause's stored record says what the model says, field by field."""
+        for slot, key in enumerate(self.keys):
+            record = self._call(self.store.status(key))
+            assert_same_record(record, self.model.get(key), f"status of pause {slot}")
 
 
 async def check_store_state_machine(
-    store: TokenStore, *, supports_purge: bool = True, settings: Settings | None = None
-) -> None:
+    store: TokenStore,
+    *,
+    supports_purge: bool = True,
+    settings: Settings | None = None,
+    racers: Sequence[TokenStore] = (),
+    required_visits: frozenset[str] = REQUIRED_VISITS,
+) -> collections.Counter[str]:
     """Run :class:`TokenStoreMachine` against ``store`` from inside its event loop.
 
     Hypothesis runs in a worker thread; each store call is sent back to this loop (the one
@@ -242,14 +421,28 @@ async def check_store_state_machine(
         supports_purge: Whether the store implements ``purge`` (see
             :attr:`StoreConformance.supports_purge`).
         settings: Hypothesis settings (default: the active profile, no deadline).
+        racers: Stores on the same data that batches of concurrent claims go through
+            (default: ``store`` itself).
+        required_visits: Transitions the run must have seen (default
+            :data:`REQUIRED_VISITS`); pass an empty set to skip the coverage check.
+
+    Returns:
+        How often each transition was seen.
 
     Raises:
-        AssertionError: (from hypothesis) with the shortest failing sequence of steps.
+        AssertionError: (from hypothesis) with the shortest failing sequence of steps; or
+            when the run never reached one of ``required_visits``.
     """
     loop = asyncio.get_running_loop()
 
     def run(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=CALL_TIMEOUT)
 
-    machine = TokenStoreMachine.bind(store, run, supports_purge=supports_purge)
+    machine = TokenStoreMachine.bind(store, run, supports_purge=supports_purge, racers=racers)
     await asyncio.to_thread(run_state_machine_as_test, machine, settings=settings)
+    missing = sorted(required_visits - {what for what, n in machine.visits.items() if n})
+    assert not missing, (
+        f"the state machine never reached {', '.join(missing)} in {sum(machine.visits.values())} "
+        "steps: raise stateful_step_count or the hypothesis profile's max_examples"
+    )
+    return machine.visits

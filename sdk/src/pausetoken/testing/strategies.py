@@ -31,18 +31,24 @@ __all__ = [
     "instants",
     "interrupt_names",
     "jtis",
+    "pause_keys",
     "payloads",
     "scopes",
 ]
 
 _BASE64URL = string.ascii_letters + string.digits + "-_"
-# Whole seconds within a range every engine stores exactly (SQL DATETIME, BSON dates, Redis).
+# A range every engine stores exactly, to the microsecond (SQL DATETIME(6), Redis, Mongo).
 _EARLIEST = datetime(2001, 1, 1, tzinfo=UTC)
 _LATEST = datetime(2099, 1, 1, tzinfo=UTC)
 
 
 def jtis(*, min_size: int = 22, max_size: int = 64) -> st.SearchStrategy[str]:
     """Token ids of the ``JTI_PATTERN`` form: base64url, 22 to 64 characters."""
+    return st.text(alphabet=_BASE64URL, min_size=min_size, max_size=max_size)
+
+
+def pause_keys(*, min_size: int = 1, max_size: int = 64) -> st.SearchStrategy[str]:
+    """Store row keys (:attr:`~pausetoken.ClaimRequest.pause_key`): 1 to 64 base64url characters."""
     return st.text(alphabet=_BASE64URL, min_size=min_size, max_size=max_size)
 
 
@@ -57,11 +63,26 @@ def interrupt_names() -> st.SearchStrategy[str]:
 
 
 def instants(
-    *, min_value: datetime = _EARLIEST, max_value: datetime = _LATEST
+    *,
+    min_value: datetime = _EARLIEST,
+    max_value: datetime = _LATEST,
+    microseconds: bool = True,
 ) -> st.SearchStrategy[datetime]:
-    """Aware UTC datetimes in whole seconds."""
-    low, high = int(min_value.timestamp()), int(max_value.timestamp())
-    return st.integers(low, high).map(lambda s: datetime.fromtimestamp(s, tz=UTC))
+    """Aware UTC datetimes, with microseconds unless ``microseconds=False`` (whole seconds).
+
+    Store times round-trip to the microsecond, so store tests should keep the default.
+    """
+    step = 1 if microseconds else 1_000_000
+    low = _micros(min_value) // step
+    high = _micros(max_value) // step
+    return st.integers(low, high).map(lambda n: _EPOCH + timedelta(microseconds=n * step))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(value: datetime) -> int:
+    return (value - _EPOCH) // timedelta(microseconds=1)
 
 
 def scopes() -> st.SearchStrategy[Scope]:
@@ -98,27 +119,27 @@ def payloads(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
 def claim_requests(
     draw: st.DrawFn,
     *,
-    jti: st.SearchStrategy[str] | None = None,
+    pause_key: st.SearchStrategy[str] | None = None,
     now: st.SearchStrategy[datetime] | None = None,
 ) -> ClaimRequest:
-    """Claim requests whose lease and expiry lie after ``now`` (whole seconds, aware UTC).
+    """Claim requests whose lease and expiry lie after ``now`` (aware UTC, microseconds).
 
     Args:
         draw: Provided by hypothesis.
-        jti: Where the ``jti`` comes from (default :func:`jtis`).
+        pause_key: Where the key comes from (default :func:`pause_keys`).
         now: Where the caller's ``now`` comes from (default :func:`instants`).
     """
     at = draw(now if now is not None else instants())
-    lease = draw(st.integers(1, 3600))
-    ttl = draw(st.integers(lease, 7 * 24 * 3600))
+    lease = timedelta(microseconds=draw(st.integers(1, 3600 * 1_000_000)))
+    ttl = lease + timedelta(microseconds=draw(st.integers(0, 7 * 24 * 3600 * 1_000_000)))
     return ClaimRequest(
-        jti=draw(jti if jti is not None else jtis()),
+        pause_key=draw(pause_key if pause_key is not None else pause_keys()),
         scope_hash=draw(hashes()),
         name=draw(interrupt_names()),
         response_hash=draw(hashes()),
-        expires_at=at + timedelta(seconds=ttl),
+        expires_at=at + ttl,
         lease_id=draw(jtis(max_size=32)),
-        lease_until=at + timedelta(seconds=lease),
+        lease_until=at + lease,
         now=at,
     )
 
