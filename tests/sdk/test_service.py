@@ -27,6 +27,7 @@ from pausetoken.exceptions import (
     AlreadyRedeemed,
     CheckpointLost,
     ConfigurationError,
+    InvalidMintRequest,
     InvalidResponse,
     InvalidToken,
     LeaseLost,
@@ -176,7 +177,7 @@ async def test_a_malformed_payload_gets_no_token_and_records_nothing(
 
 
 async def test_a_ttl_beyond_the_maximum_lifetime_is_refused(tokens: PauseTokens) -> None:
-    with pytest.raises(ConfigurationError):
+    with pytest.raises(InvalidMintRequest, match="ttl"):
         await mint(tokens, ttl=timedelta(days=30))
 
 

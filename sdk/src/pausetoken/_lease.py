@@ -16,15 +16,12 @@ if TYPE_CHECKING:
 
     from pausetoken._store import TokenStore
 
-__all__ = ["MIN_LEASE", "Lease"]
+__all__ = ["Lease"]
 
 logger = logging.getLogger("pausetoken.service")
 
 _T = TypeVar("_T")
 
-#: The shortest lease the service accepts: renewals run every third of it, and a store
-#: round trip must fit many times into one interval.
-MIN_LEASE: Final = timedelta(seconds=1)
 # After a failed renewal, try again this soon (or at the usual interval if that is sooner).
 _RETRY_RENEWAL_S: Final = 0.5
 

@@ -14,19 +14,28 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import attrs
-import cattrs
+from cattrs.errors import StructureHandlerNotFoundError
 
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, fingerprint, new_jti
 from pausetoken._hashing import hash_payload, hash_scope, to_json_value
-from pausetoken._lease import MIN_LEASE, Lease
+from pausetoken._lease import Lease
+from pausetoken._policy import (
+    DEFAULT_LEASE,
+    DEFAULT_LEEWAY,
+    DEFAULT_MAX_LIFETIME,
+    DEFAULT_TTL,
+    check_durations,
+    ttl_problem,
+)
 from pausetoken._store import ClaimOutcome, ClaimRequest, TokenRecord, TokenState
-from pausetoken._structure import make_converter
-from pausetoken._verify import TokenPolicy, verify_token
+from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
+from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy, verify_token
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     CheckpointNotFound,
     CommitUnconfirmed,
     ConfigurationError,
+    InvalidMintRequest,
     InvalidResponse,
     LeaseLost,
     PauseTokenError,
@@ -57,14 +66,11 @@ logger = logging.getLogger("pausetoken.service")
 
 _T = TypeVar("_T")
 
+# Ids a token may go without (made up by the reader, or absent claims).
+_OPTIONAL_IDS = frozenset({"interrupt_id", "checkpoint_id", "tool_call_id", "principal"})
 # A failed commit is retried after this long at first, doubling up to the maximum.
 _COMMIT_RETRY_FIRST_S = 0.05
 _COMMIT_RETRY_MAX_S = 1.0
-
-# What structuring user data into a registered type raises when the data does not fit
-# (pydantic's ValidationError is a ValueError; a scalar where a mapping belongs surfaces as
-# AttributeError or TypeError from cattrs' generated code).
-_STRUCTURE_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError)
 
 
 class TokenStatus(enum.Enum):
@@ -138,13 +144,13 @@ class PauseTokens:
         signer: Signer,
         store: TokenStore,
         checkpoints: CheckpointReader,
-        ttl: timedelta = timedelta(hours=24),
-        leeway: timedelta = timedelta(seconds=30),
+        ttl: timedelta = DEFAULT_TTL,
+        leeway: timedelta = DEFAULT_LEEWAY,
         issuer: str = "pausetoken",
         audience: str = "pausetoken",
-        max_lifetime: timedelta = timedelta(days=7),
+        max_lifetime: timedelta = DEFAULT_MAX_LIFETIME,
         max_token_bytes: int = 4096,
-        lease: timedelta = timedelta(seconds=30),
+        lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], float] = _system_clock,
     ) -> None:
         """Create the service; see the class docstring for the arguments."""
@@ -155,12 +161,7 @@ class PauseTokens:
             max_lifetime=max_lifetime,
             max_token_bytes=max_token_bytes,
         )
-        if not timedelta(0) < ttl <= max_lifetime:
-            msg = "ttl must be positive and no longer than max_lifetime"
-            raise ConfigurationError(msg)
-        if lease < MIN_LEASE:
-            msg = f"lease must be at least {MIN_LEASE.total_seconds():g} second"
-            raise ConfigurationError(msg)
+        check_durations(ttl=ttl, leeway=leeway, max_lifetime=max_lifetime, lease=lease)
         self.signer = signer
         self.store = store
         self.checkpoints = checkpoints
@@ -263,12 +264,23 @@ class PauseTokens:
             The interrupt, so registration can stand in an assignment.
 
         Raises:
-            ConfigurationError: another interrupt is registered under the same name.
+            ConfigurationError: another interrupt is registered under the same name
+                (``duplicate_interrupt``), or its payload or response type has a field
+                type the converter cannot structure (``interrupt_type_unsupported``).
         """
         existing = self._interrupts.get(interrupt.name)
         if existing is not None and existing != interrupt:
             msg = f"an interrupt named {interrupt.name!r} is already registered"
             raise ConfigurationError(msg, code="duplicate_interrupt")
+        for role, kind in (("payload", interrupt.payload), ("response", interrupt.response)):
+            try:
+                self.converter.get_structure_hook(kind)
+            except StructureHandlerNotFoundError as exc:
+                msg = (
+                    f"the {role} type of {interrupt.name!r} has a field type pausetoken cannot "
+                    "read from JSON; register a structure hook on tokens.converter first"
+                )
+                raise ConfigurationError(msg, code="interrupt_type_unsupported") from exc
         self._interrupts[interrupt.name] = interrupt
         return interrupt
 
@@ -324,19 +336,35 @@ class PauseTokens:
             The event holding the token and the typed payload.
 
         Raises:
+            InvalidMintRequest: an argument could never verify (no scope, an empty or
+                overlong id or principal, a ttl outside (leeway, max_lifetime]); raised
+                before anything is recorded.
             UnknownInterrupt: ``name`` is not registered.
             UnsupportedPayload: the payload does not fit the registered type or cannot be
                 represented exactly as JSON.
+            AlreadyRedeemed, TokenRevoked: the pause was already answered or revoked.
             PayloadMismatch: the runtime stored another payload for this interrupt.
             CheckpointNotFound, CheckpointLost, StaleToken: from the checkpoint reader.
         """
+        lifetime = self.ttl if ttl is None else ttl
+        _check_mint_request(
+            scope=scope,
+            ids={
+                "thread_id": thread_id,
+                "run_id": run_id,
+                "interrupt_id": interrupt_id,
+                "checkpoint_id": checkpoint_id,
+                "tool_call_id": tool_call_id,
+                "principal": principal,
+            },
+            session_id=session_id,
+            ttl_problem=ttl_problem(
+                lifetime, leeway=self.policy.leeway, max_lifetime=self.policy.max_lifetime
+            ),
+        )
         interrupt = self.interrupt(name)
         typed = self._structure_payload(interrupt, payload)
         value = to_json_value(typed, converter=self.converter)
-        lifetime = ttl or self.ttl
-        if not timedelta(0) < lifetime <= self.policy.max_lifetime:
-            msg = "ttl must be positive and no longer than max_lifetime"
-            raise ConfigurationError(msg)
         pending = await self.checkpoints.bind(
             thread_id=thread_id,
             payload=value,
@@ -598,14 +626,16 @@ class PauseTokens:
             claims.scope_hash, hash_scope(scope)
         ):
             raise ScopeMismatch
-        if claims.sub is not None and (
-            principal is None or not hmac.compare_digest(claims.sub, principal)
-        ):
+        if claims.sub is not None and not _same_principal(claims.sub, principal):
             raise PrincipalMismatch
         if interrupt is None:
             raise UnknownInterrupt
         typed_response = self._structure_response(interrupt, response)
-        response_hash = hash_payload(typed_response, converter=self.converter)
+        try:
+            response_hash = hash_payload(typed_response, converter=self.converter)
+        except UnsupportedPayload as exc:
+            msg = "the response cannot be represented exactly as JSON"
+            raise InvalidResponse(msg) from exc
         try:
             pending = await self.checkpoints.pending(
                 thread_id=claims.thread_id,
@@ -698,19 +728,21 @@ class PauseTokens:
     def _structure_payload(self, interrupt: Interrupt[Any, Any], payload: Any) -> Any:
         try:
             return self._structure(payload, interrupt.payload)
-        except _STRUCTURE_ERRORS as exc:
-            where = _first_error(exc)
-            msg = f"payload does not fit the registered type of {interrupt.name!r}: {where}"
+        except STRUCTURE_ERRORS as exc:
+            problem, path = describe_error(exc, interrupt.payload)
+            msg = (
+                f"payload does not fit the registered type of {interrupt.name!r}: "
+                f"{problem} at {path}"
+            )
             raise UnsupportedPayload(msg, code="invalid_payload") from exc
 
     def _structure_response(self, interrupt: Interrupt[Any, Any], response: Any) -> Any:
         try:
             return self._structure(response, interrupt.response)
-        except _STRUCTURE_ERRORS as exc:
-            where = _first_error(exc)
-            field = where.rpartition(" @ ")[2] if " @ " in where else None
-            msg = f"response does not fit the registered type: {where}"
-            raise InvalidResponse(msg, field=field) from exc
+        except STRUCTURE_ERRORS as exc:
+            problem, path = describe_error(exc, interrupt.response)
+            msg = f"response does not fit the registered type: {problem} at {path}"
+            raise InvalidResponse(msg, field=path) from exc
 
     def _structure(self, value: Any, kind: Any) -> Any:
         is_record = isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
@@ -724,10 +756,14 @@ class PauseTokens:
             return
         try:
             interrupt.validate(response, payload)
-        except InvalidResponse:
+        except PauseTokenError:
             raise
-        except ValueError as exc:
-            msg = f"the answer was refused by the validator of {interrupt.name!r}"
+        except Exception as exc:
+            # Whatever the validator's message says may quote the answer: name its type only.
+            msg = (
+                f"the answer was refused by the validator of {interrupt.name!r} "
+                f"({type(exc).__name__})"
+            )
             raise InvalidResponse(msg) from exc
 
     # -- revocation and status ------------------------------------------------------------
@@ -800,8 +836,26 @@ def _status_of(state: TokenState) -> TokenStatus:
     }[state]
 
 
-def _first_error(exc: BaseException) -> str:
-    if isinstance(exc, cattrs.BaseValidationError):
-        messages = cattrs.transform_error(exc)
-        return messages[0] if messages else "invalid value"
-    return "invalid value"
+def _same_principal(bound: str, given: str | None) -> bool:
+    # Compared as UTF-8 bytes: compare_digest refuses non-ASCII str.
+    return given is not None and hmac.compare_digest(
+        bound.encode("utf-8", "surrogatepass"), given.encode("utf-8", "surrogatepass")
+    )
+
+
+def _check_mint_request(
+    *, scope: object, ids: dict[str, str | None], session_id: object, ttl_problem: str | None
+) -> None:
+    """Refuse, before anything is recorded, what could never verify when redeemed."""
+    problems = [] if isinstance(scope, Scope) else ["scope must be a Scope (whose pause it is)"]
+    for name, value in ids.items():
+        if value is None and name in _OPTIONAL_IDS:
+            continue
+        if not isinstance(value, str) or not 0 < len(value) <= MAX_CLAIM_LENGTH:
+            problems.append(f"{name} must be a string of 1 to {MAX_CLAIM_LENGTH} characters")
+    if not isinstance(session_id, str) or len(session_id) > MAX_CLAIM_LENGTH:
+        problems.append(f"session_id must be a string of at most {MAX_CLAIM_LENGTH} characters")
+    if ttl_problem is not None:
+        problems.append(ttl_problem)
+    if problems:
+        raise InvalidMintRequest(problems[0])

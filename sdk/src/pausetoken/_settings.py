@@ -23,7 +23,13 @@ import attrs
 import cattrs
 
 from pausetoken._keys import KeyRing
-from pausetoken._lease import MIN_LEASE
+from pausetoken._policy import (
+    DEFAULT_LEASE,
+    DEFAULT_LEEWAY,
+    DEFAULT_MAX_LIFETIME,
+    DEFAULT_TTL,
+    check_durations,
+)
 from pausetoken._registry import redact_url
 from pausetoken._structure import make_converter
 from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy
@@ -146,13 +152,6 @@ def _keyring(_instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise _error(MISSING if value is None else INVALID, msg)
 
 
-def _lease(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    _positive(instance, attribute, value)
-    if isinstance(value, timedelta) and value < MIN_LEASE:
-        msg = f"{attribute.name} must be at least {MIN_LEASE.total_seconds():g} second"
-        raise _error(INVALID, msg)
-
-
 def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, timedelta) or value <= timedelta(0):
         msg = f"{attribute.name} must be a positive timedelta"
@@ -225,16 +224,20 @@ class Settings:
     checkpoints: str = attrs.field(default="memory", validator=_name)
     issuer: str = attrs.field(default="pausetoken", validator=_text)
     audience: str = attrs.field(default="pausetoken", validator=_text)
-    ttl: timedelta = attrs.field(default=timedelta(hours=24), validator=_positive)
-    leeway: timedelta = attrs.field(default=timedelta(seconds=30), validator=_not_negative)
-    max_lifetime: timedelta = attrs.field(default=timedelta(days=7), validator=_positive)
+    ttl: timedelta = attrs.field(default=DEFAULT_TTL, validator=_positive)
+    leeway: timedelta = attrs.field(default=DEFAULT_LEEWAY, validator=_not_negative)
+    max_lifetime: timedelta = attrs.field(default=DEFAULT_MAX_LIFETIME, validator=_positive)
     max_token_bytes: int = attrs.field(default=4096, validator=_token_bytes)
-    lease: timedelta = attrs.field(default=timedelta(seconds=30), validator=_lease)
+    lease: timedelta = attrs.field(default=DEFAULT_LEASE, validator=_positive)
 
     def __attrs_post_init__(self) -> None:
-        if self.ttl > self.max_lifetime:
-            msg = "ttl must not be longer than max_lifetime (tokens would be refused)"
-            raise _error(INVALID, msg)
+        check_durations(
+            ttl=self.ttl,
+            leeway=self.leeway,
+            max_lifetime=self.max_lifetime,
+            lease=self.lease,
+            code=INVALID,
+        )
 
     @property
     def policy(self) -> TokenPolicy:

@@ -7,21 +7,45 @@ serves the module-level helpers (hashing, the CLI) that have no service at hand.
 
 from __future__ import annotations
 
+import enum
+import json
+import typing
 from typing import TYPE_CHECKING, Any
 
+import cattrs
+from cattrs.errors import AttributeValidationNote, ForbiddenExtraKeysError, IterableValidationNote
 from cattrs.preconf.json import make_converter as _make_json_converter
 
 if TYPE_CHECKING:
-    import cattrs
+    from collections.abc import Sequence
+
+__all__ = ["Mismatch", "default_converter", "describe_error", "make_converter"]
+
+# What structuring user data into a registered type raises when the data does not fit
+# (a scalar where a mapping belongs surfaces as AttributeError or TypeError from cattrs'
+# generated code; pydantic's ValidationError is a ValueError).
+STRUCTURE_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError)
+
+
+class Mismatch(TypeError):
+    """A value does not fit its type; the message names the kind only, never the value."""
 
 
 def _is_pydantic_model(cls: Any) -> bool:
     # Duck-typed so that pydantic stays an optional dependency that is never imported here.
     return (
         isinstance(cls, type)
-        and callable(getattr(cls, "model_validate", None))
+        and callable(getattr(cls, "model_validate_json", None))
         and callable(getattr(cls, "model_dump", None))
     )
+
+
+def _is_enum(cls: Any) -> bool:
+    return isinstance(cls, type) and issubclass(cls, enum.Enum)
+
+
+def _is_literal(cls: Any) -> bool:
+    return typing.get_origin(cls) is typing.Literal
 
 
 def _strict(kind: type[Any], *, accept: tuple[type[Any], ...] | None = None) -> Any:
@@ -32,20 +56,52 @@ def _strict(kind: type[Any], *, accept: tuple[type[Any], ...] | None = None) -> 
     def structure(value: Any, _cls: Any) -> Any:
         if isinstance(value, bool) and kind is not bool:
             msg = f"expected {kind.__name__}, got bool"
-            raise TypeError(msg)
+            raise Mismatch(msg)
         if not isinstance(value, accepted):
             msg = f"expected {kind.__name__}, got {type(value).__name__}"
-            raise TypeError(msg)
+            raise Mismatch(msg)
         return kind(value)
 
     return structure
 
 
+def _same(value: Any, allowed: Any) -> bool:
+    # True == 1 == 1.0 in Python; an answer matches an allowed value of its own JSON type only.
+    return type(value) is type(allowed) and value == allowed
+
+
+def _structure_literal(value: Any, cls: Any) -> Any:
+    for allowed in typing.get_args(cls):
+        if _same(value, allowed):
+            return allowed
+    msg = "not one of the allowed values"
+    raise Mismatch(msg)
+
+
+def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
+    if isinstance(value, cls):
+        return value
+    for member in cls:
+        if _same(value, member.value):
+            return member
+    msg = f"not one of the values of {cls.__name__}"
+    raise Mismatch(msg)
+
+
+def _structure_pydantic(value: Any, cls: Any) -> Any:
+    # Strict JSON-mode validation: "yes" is not True and "5000" is not 5000, while values
+    # JSON has no type for (dates, UUIDs) are read from their string forms as usual.
+    if isinstance(value, cls):
+        value = value.model_dump(mode="json")
+    return cls.model_validate_json(json.dumps(value, allow_nan=False), strict=True)
+
+
 def make_converter() -> cattrs.Converter:
     """Build a converter that handles attrs classes, dataclasses, TypedDicts and pydantic.
 
-    Primitives are structured strictly: ``"no"`` is not a ``bool`` and ``"3"`` is not an
-    ``int``. Pydantic models are structured with ``model_validate`` and unstructured with
+    Structuring is strict: ``"no"`` is not a ``bool``, ``"3"`` is not an ``int``, ``true``
+    and ``1.0`` are not the ``Literal`` or ``Enum`` value ``1``, and pydantic models are
+    validated in strict mode (from their JSON form). Pydantic models are unstructured with
     ``model_dump(mode="json")``; everything else uses cattrs' own hooks.
 
     Returns:
@@ -56,13 +112,86 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook(bool, _strict(bool))
     converter.register_structure_hook(int, _strict(int))
     converter.register_structure_hook(float, _strict(float, accept=(int, float)))
-    converter.register_structure_hook_func(
-        _is_pydantic_model, lambda value, cls: cls.model_validate(value)
-    )
+    converter.register_structure_hook_func(_is_literal, _structure_literal)
+    converter.register_structure_hook_func(_is_enum, _structure_enum)
+    converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
     converter.register_unstructure_hook_func(
         _is_pydantic_model, lambda obj: obj.model_dump(mode="json")
     )
     return converter
+
+
+def describe_error(exc: BaseException, kind: Any) -> tuple[str, str]:
+    """What went wrong structuring a value into ``kind``, without the value.
+
+    The description is built from the error's kind and a path of field names of the
+    registered type and list positions only: never a submitted value, and never a key the
+    submitter chose (mapping keys show as ``[*]``, unknown fields are counted, not named).
+
+    Returns:
+        ``(problem, path)``, for example ``("expected int, got str", "$.amount_cents")``.
+    """
+    path = "$"
+    node: BaseException = exc
+    while isinstance(node, cattrs.BaseValidationError) and node.exceptions:
+        node = node.exceptions[0]
+        for note in getattr(node, "__notes__", ()):
+            path += _step(note)
+    if _is_pydantic_error(node):
+        return _describe_pydantic(node, kind, path)
+    return _problem(node), path
+
+
+def _step(note: object) -> str:
+    if isinstance(note, AttributeValidationNote):
+        return f".{note.name}"
+    if isinstance(note, IterableValidationNote):
+        positional = isinstance(note.index, int) and not note.startswith("Structuring mapping")
+        return f"[{note.index}]" if positional else "[*]"
+    return ""
+
+
+def _problem(error: BaseException) -> str:
+    if isinstance(error, Mismatch):
+        return str(error)
+    if isinstance(error, ForbiddenExtraKeysError):
+        count = len(error.extra_fields)
+        return f"{count} unknown field{'s' if count != 1 else ''}"
+    if isinstance(error, KeyError):
+        return "a required field is missing"
+    if isinstance(error, AttributeError | TypeError):
+        return "a value of the wrong type"
+    return "an invalid value"
+
+
+def _is_pydantic_error(error: BaseException) -> bool:
+    return isinstance(error, ValueError) and callable(getattr(error, "errors", None))
+
+
+def _describe_pydantic(error: Any, kind: Any, path: str) -> tuple[str, str]:
+    try:
+        first = error.errors(include_url=False, include_input=False, include_context=False)[0]
+    except (IndexError, TypeError):
+        return "an invalid value", path
+    return str(first.get("type", "invalid")), path + _pydantic_path(first.get("loc", ()), kind)
+
+
+def _pydantic_path(loc: Sequence[object], kind: Any) -> str:
+    # Field names are the model's own; anything else a string could be is a submitted key.
+    path, model = "", kind
+    for part in loc:
+        fields = getattr(model, "model_fields", None)
+        if isinstance(part, str) and isinstance(fields, dict) and part in fields:
+            path += f".{part}"
+            annotation = fields[part].annotation
+            model = annotation if _is_pydantic_model(annotation) else None
+        elif isinstance(part, int):
+            path += f"[{part}]"
+            model = None
+        else:
+            path += "[*]"
+            model = None
+    return path
 
 
 default_converter = make_converter()

@@ -23,6 +23,7 @@ __all__ = [
     "CheckpointNotFound",
     "CommitUnconfirmed",
     "ConfigurationError",
+    "InvalidMintRequest",
     "InvalidResponse",
     "InvalidToken",
     "LeaseLost",
@@ -159,7 +160,10 @@ class TokenExpired(PauseTokenError):
     """The token's ``exp`` is in the past (beyond the configured leeway)."""
 
     default_code = "token_expired"
-    default_detail = "The token has expired."
+    default_detail = (
+        "The token has expired. Its lifetime is set when it is minted: the ttl given to "
+        "mint(), by default the ttl setting (PAUSETOKEN_TTL)."
+    )
     http_status = 410
     title = "Token expired"
 
@@ -341,3 +345,16 @@ class StoreUnavailable(PauseTokenError):
     default_detail = "The token store is unavailable."
     http_status = 503
     title = "Store unavailable"
+
+
+class InvalidMintRequest(PauseTokenError, ValueError):
+    """``mint()`` was asked for a token that could never be redeemed.
+
+    No scope, an empty or overlong id or principal, or a ttl outside
+    ``(leeway, max_lifetime]``. Raised before anything is recorded.
+    """
+
+    default_code = "mint_request_invalid"
+    default_detail = "The mint request cannot produce a token that verifies."
+    http_status = 400
+    title = "Invalid mint request"
