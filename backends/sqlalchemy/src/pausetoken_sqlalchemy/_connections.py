@@ -198,7 +198,10 @@ class ConnectionSet:
                 await held.driver.execute("SELECT 1")
             elif self._family == "mysql":
                 await held.driver.ping(reconnect=False)
-        except Exception as exc:  # noqa: BLE001 - any failure means: replace it
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled mid-ping: drop it, pass it on
+                await self._invalidate(held, exc)
+                raise
             logger.info(
                 "idle connection to %s did not answer a ping (%s); replacing it",
                 self._label,
@@ -216,8 +219,11 @@ class ConnectionSet:
             raise StoreUnavailable(msg) from exc
         try:
             restore = await greenlet_spawn(self._to_autocommit, raw)
-        except Exception as exc:
+        except BaseException as exc:
+            # Cancelled (the operation's timeout) or failed: never leak it from the pool.
             await self._invalidate_raw(raw, exc)
+            if not isinstance(exc, Exception):
+                raise
             msg = f"cannot prepare a connection to {self._label} ({type(exc).__name__})"
             raise StoreUnavailable(msg) from exc
         now = time.monotonic()

@@ -5,22 +5,31 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import math
 import sqlite3
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
-from sqlalchemy import MetaData, event, select, text
+from sqlalchemy import MetaData, event, inspect, select, text
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
+from pausetoken import redact_url
+from pausetoken.exceptions import (
+    BackendNotInstalled,
+    ConfigurationError,
+    PauseTokenError,
+    StoreUnavailable,
+)
 from pausetoken_sqlalchemy._connections import ConnectionSet
+from pausetoken_sqlalchemy._failures import TABLE_MISSING, diagnose
 from pausetoken_sqlalchemy._schema import (
     DEFAULT_TABLE_NAME,
+    SCHEMA_TABLE_NAME,
     SCHEMA_VERSION,
     make_schema_table,
     make_table,
@@ -32,7 +41,7 @@ from pausetoken_sqlalchemy._statements import (
     PostgresStatements,
     SqliteStatements,
     Statements,
-    encode_jti,
+    encode_key,
     to_us,
 )
 
@@ -44,6 +53,8 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import URL
 
     from pausetoken import ClaimRequest, ClaimResult, TokenRecord
+    from pausetoken_sqlalchemy._connections import Held
+    from pausetoken_sqlalchemy._failures import Problem
 
 __all__ = ["DEFAULT_URL", "SQLAlchemyStore"]
 
@@ -88,7 +99,11 @@ _SQLITE_MIN_VERSION: Final = (3, 35, 0)
 # pg_advisory_lock key serialising schema creation ("paus" in ASCII).
 _PG_SCHEMA_LOCK: Final = 0x70617573
 _MYSQL_SCHEMA_LOCK: Final = "pausetoken_schema"
-_SCHEMA_LOCK_WAIT_S: Final = 60
+
+
+def _redacted(url: URL) -> str:
+    """The URL for messages and logs: password and secret-looking query values hidden."""
+    return redact_url(url.render_as_string(hide_password=True))
 
 
 def _driver_installed(family: str) -> None:
@@ -112,7 +127,7 @@ def _parse_url(url: str | URL) -> tuple[URL, str]:
         raise ConfigurationError(msg) from exc
     backend, _, driver = parsed.drivername.partition("+")
     family = _FAMILIES.get(backend)
-    label = parsed.render_as_string(hide_password=True)
+    label = _redacted(parsed)
     if family is None:
         msg = f"{label}: pausetoken-sqlalchemy supports sqlite, postgresql, mysql and mariadb"
         raise ConfigurationError(msg)
@@ -127,7 +142,7 @@ def _parse_url(url: str | URL) -> tuple[URL, str]:
 
 def _family_of(engine: AsyncEngine) -> str:
     family = _FAMILIES.get(engine.dialect.name)
-    label = engine.url.render_as_string(hide_password=True)
+    label = _redacted(engine.url)
     if family is None or engine.dialect.driver != _DRIVERS[family]:
         msg = (
             f"{label}: the engine must use sqlite+aiosqlite, postgresql+asyncpg or "
@@ -143,7 +158,7 @@ def _split_options(
     """Store options, engine options and the URL without the query keys pausetoken reads."""
     store: dict[str, Any] = {}
     engine: dict[str, Any] = {}
-    label = parsed.render_as_string(hide_password=True)
+    label = _redacted(parsed)
     from_query = {k: v if isinstance(v, str) else v[-1] for k, v in parsed.query.items()}
     # Keywords win over the query; strings (from either, or from settings) are converted.
     for key, value in [*from_query.items(), *options.items()]:
@@ -207,9 +222,11 @@ class SQLAlchemyStore:
     """A :class:`~pausetoken.TokenStore` in one SQL table, on SQLAlchemy 2 asyncio.
 
     Each operation is one atomic statement on a connection held in autocommit mode:
-    ``INSERT ... ON CONFLICT ... DO UPDATE ... WHERE ... RETURNING`` on PostgreSQL and
-    SQLite, ``INSERT ... ON DUPLICATE KEY UPDATE`` on MySQL and MariaDB. The table (and a
-    schema-version marker) is created on first use or by :meth:`ensure_schema`.
+    ``INSERT ... ON CONFLICT ... DO UPDATE ... RETURNING`` on PostgreSQL and SQLite,
+    ``INSERT ... ON DUPLICATE KEY UPDATE`` on MySQL and MariaDB (see
+    ``pausetoken_sqlalchemy._statements``). The table (and a schema-version marker) is
+    created on first use, by :meth:`ensure_schema` or by :meth:`check`; a table the marker
+    says was created is never created again.
 
     Example:
         >>> store = SQLAlchemyStore.from_url("sqlite+aiosqlite:///pausetoken.db")
@@ -225,7 +242,9 @@ class SQLAlchemyStore:
             engine it created, half the pool size of an engine it was handed; always 1 for
             SQLite, which shares one connection). Its other work (schema creation) checks a
             connection out for a moment, so leave some ``max_overflow`` when they are equal.
-        timeout: Seconds one operation may take before it fails with ``StoreUnavailable``.
+        timeout: Seconds one operation may take before it fails with ``StoreUnavailable``,
+            everything included: waiting for a connection or opening one, the schema step
+            before the first operation, and the statement.
         ping_after: Ping a held connection idle for longer than this before reusing it.
         recycle_after: Give a held connection back to the pool after this many seconds.
 
@@ -233,8 +252,10 @@ class SQLAlchemyStore:
         ConfigurationError: The engine uses another driver, or an option is invalid.
     """
 
-    #: The store protocol version this class implements (``pausetoken.TokenStore`` 1).
-    api_version: ClassVar[int] = 1
+    #: The store protocol version this class implements: ``pausetoken.TokenStore`` 2
+    #: (renew, check, pause keys, expiry only raised, idempotent commit, live claims
+    #: survive revoke). A literal, so the backend reads nothing private from the core.
+    api_version: ClassVar[int] = 2
 
     def __init__(
         self,
@@ -268,7 +289,7 @@ class SQLAlchemyStore:
             raise ConfigurationError(msg)
         self._engine = engine
         self._family = family
-        self._label = engine.url.render_as_string(hide_password=True)
+        self._label = _redacted(engine.url)
         self._timeout = timeout
         self._owns_engine = False
         self._metadata = MetaData()
@@ -316,7 +337,7 @@ class SQLAlchemyStore:
         parsed, family = _parse_url(url)
         _driver_installed(family)
         cleaned, store_options, engine_options = _split_options(parsed, options)
-        label = cleaned.render_as_string(hide_password=True)
+        label = _redacted(cleaned)
         if family != "sqlite":
             engine_options.setdefault("pool_pre_ping", True)
         try:
@@ -366,61 +387,99 @@ class SQLAlchemyStore:
 
         Safe when many workers start at once: PostgreSQL and MySQL take a lock first,
         SQLite relies on ``CREATE ... IF NOT EXISTS``. Runs by itself before the first
-        operation.
+        operation, within the same ``timeout``. A table whose schema marker says it was
+        created but which is gone is never created again (see :meth:`check`).
 
         Raises:
-            StoreUnavailable: The database cannot be reached.
-            ConfigurationError: The table was created by a newer release.
+            StoreUnavailable: The database cannot be reached or did not answer in time.
+            ConfigurationError: A permanent problem (``code="store_misconfigured"``), a
+                dropped table (``code="store_table_missing"``), or a table created by a
+                newer release.
         """
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._ensure_schema(force=False)
+        except TimeoutError as exc:
+            raise self._failure("schema", exc, startup=True) from exc
+
+    async def _ensure_schema(self, *, force: bool) -> None:
         async with self._schema_lock:
-            if self._schema_ready:
+            if self._schema_ready and not force:
                 return
             if self._closed:
                 msg = "the token store is closed"
                 raise StoreUnavailable(msg)
             try:
-                async with asyncio.timeout(max(self._timeout, _SCHEMA_LOCK_WAIT_S)):
-                    async with self._engine.connect() as conn:
+                async with self._engine.connect() as conn:
+                    try:
                         auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-                        version = await auto.run_sync(self._create_schema)
-            except (SQLAlchemyError, OSError, TimeoutError) as exc:
-                kind = type(exc).__name__
-                msg = f"cannot create the token store schema at {self._label} ({kind})"
-                raise StoreUnavailable(msg) from exc
+                        version = await auto.run_sync(self._prepare_schema)
+                    except BaseException:
+                        # Closing the session releases the schema lock; asking the server
+                        # to release it could wait forever on a connection that hangs.
+                        await conn.invalidate()
+                        raise
+            except PauseTokenError:
+                raise
+            except Exception as exc:
+                raise self._failure("schema", exc, startup=True) from exc
             if version > SCHEMA_VERSION:
                 msg = (
                     f"table {self._table.name} has schema version {version}; this release of "
                     f"pausetoken-sqlalchemy knows up to {SCHEMA_VERSION}: upgrade it"
                 )
-                raise ConfigurationError(msg)
+                raise ConfigurationError(msg, code="store_schema_too_new")
             self._schema_ready = True
             logger.debug("schema ready: %s table %s", self._label, self._table.name)
 
-    def _create_schema(self, conn: Connection) -> int:
+    def _prepare_schema(self, conn: Connection) -> int:
+        self._lock_schema(conn)
+        marker = self._schema_table
+        self._create_table(conn, marker)
+        # The marker is read before the table is looked for: a worker that creates both
+        # creates the table first, so a marker seen here means the table was created.
+        version = conn.execute(
+            select(marker.c.version).where(marker.c.table_name == self._table.name)
+        ).scalar_one_or_none()
+        exists = inspect(conn).has_table(self._table.name)
+        if version is not None and not exists:
+            raise ConfigurationError(self._table_missing_message(), code="store_table_missing")
+        if not exists:
+            self._create_table(conn, self._table)
+        if version is None:
+            version = self._mark_version(conn)
+        self._unlock_schema(conn)
+        return int(version)
+
+    def _lock_schema(self, conn: Connection) -> None:
         if self._family == "postgresql":
             conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
         elif self._family == "mysql":
+            wait = max(1, math.ceil(self._timeout))  # the operation's timeout bounds it anyway
             got = conn.execute(
-                text("SELECT GET_LOCK(:name, :wait)"),
-                {"name": _MYSQL_SCHEMA_LOCK, "wait": _SCHEMA_LOCK_WAIT_S},
+                text("SELECT GET_LOCK(:name, :wait)"), {"name": _MYSQL_SCHEMA_LOCK, "wait": wait}
             ).scalar()
             if got != 1:
                 msg = f"timed out waiting for the schema lock at {self._label}"
                 raise StoreUnavailable(msg)
-        try:
-            if self._family == "sqlite":
-                for table in (self._schema_table, self._table):
-                    conn.execute(CreateTable(table, if_not_exists=True))
-                    for index in table.indexes:
-                        conn.execute(CreateIndex(index, if_not_exists=True))
-            else:
-                self._metadata.create_all(conn, checkfirst=True)
-            return self._mark_version(conn)
-        finally:
-            if self._family == "postgresql":
-                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_SCHEMA_LOCK})
-            elif self._family == "mysql":
-                conn.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _MYSQL_SCHEMA_LOCK})
+
+    def _unlock_schema(self, conn: Connection) -> None:
+        if self._family == "postgresql":
+            conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _PG_SCHEMA_LOCK})
+        elif self._family == "mysql":
+            conn.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _MYSQL_SCHEMA_LOCK})
+
+    def _create_table(self, conn: Connection, table: Table) -> None:
+        # Nothing is written when the table exists, so a user who may only read and write
+        # rows passes this step (and check() then says whether it may write).
+        if inspect(conn).has_table(table.name):
+            return
+        if self._family == "sqlite":  # no lock: IF NOT EXISTS makes racing workers safe
+            conn.execute(CreateTable(table, if_not_exists=True))
+            for index in table.indexes:
+                conn.execute(CreateIndex(index, if_not_exists=True))
+        else:  # under the schema lock (MySQL has no CREATE INDEX IF NOT EXISTS)
+            table.create(conn, checkfirst=True)
 
     def _mark_version(self, conn: Connection) -> int:
         marker = self._schema_table
@@ -437,10 +496,38 @@ class SQLAlchemyStore:
         ).scalar_one()
         return int(version)
 
+    def _table_missing_message(self) -> str:
+        name = self._table.name
+        return (
+            f"table {name} at {self._label} was dropped after it was created (its row in "
+            f"{SCHEMA_TABLE_NAME} says so): the store will not create an empty one, because "
+            "pauses redeemed earlier would then be accepted again; restore the table, or "
+            f"delete its row from {SCHEMA_TABLE_NAME} to start afresh on purpose"
+        )
+
     # -- the TokenStore protocol --------------------------------------------------------------
 
+    async def check(self) -> None:
+        """Confirm, once at start-up, that the store can serve.
+
+        Opens a connection, prepares the schema (see :meth:`ensure_schema`), and runs
+        statements that need the privileges the store needs on its table (``INSERT``,
+        ``UPDATE``, ``DELETE``) but change nothing. All of it within ``timeout``.
+
+        Raises:
+            ConfigurationError: A permanent problem, named in the message (wrong
+                credentials, a missing database, a user who may not write, a SQLite file
+                that cannot be opened): ``code="store_misconfigured"``; a table that was
+                dropped after it was created: ``code="store_table_missing"``.
+            StoreUnavailable: The database cannot be reached now (refused, timed out).
+        """
+        await self._run("check", self._statements.check_writable, startup=True)
+
     async def claim(self, request: ClaimRequest) -> ClaimResult:
-        """Try to take the lease on ``request.jti`` (see :class:`~pausetoken.TokenStore`).
+        """Try to take the lease on ``request.pause_key`` (see :class:`~pausetoken.TokenStore`).
+
+        The row's expiry becomes the later of its own and the request's, whatever the
+        outcome.
 
         Raises:
             StoreUnavailable: The database cannot be reached or timed out.
@@ -448,48 +535,83 @@ class SQLAlchemyStore:
         args = ClaimArgs.from_request(request)
         return await self._run("claim", lambda conn: self._statements.claim(conn, args))
 
-    async def commit(self, jti: str, lease_id: str) -> bool:
-        """Mark the token redeemed if ``lease_id`` holds it.
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        """Move the lease's end to ``lease_until`` (never earlier) if ``lease_id`` holds it.
+
+        Returns:
+            Whether ``lease_id`` holds the claim on the pause.
 
         Raises:
             StoreUnavailable: The database cannot be reached or timed out.
         """
-        key = encode_jti(jti)
-        return await self._run("commit", lambda conn: self._statements.commit(conn, key, lease_id))
+        key, until_us = encode_key(pause_key), to_us(lease_until)
+        return await self._run(
+            "renew", lambda conn: self._statements.renew(conn, key, lease_id, until_us)
+        )
 
-    async def release(self, jti: str, lease_id: str) -> bool:
-        """Drop the claim if ``lease_id`` holds it, making the token redeemable again.
+    async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
+        """Mark the pause redeemed if ``lease_id`` holds the claim (or already committed it).
+
+        The holder may commit after its lease ran out as long as nobody took over; a second
+        commit by the same lease returns ``True`` again. The expiry is raised.
+
+        Returns:
+            Whether the pause is redeemed by ``lease_id``.
 
         Raises:
             StoreUnavailable: The database cannot be reached or timed out.
         """
-        key = encode_jti(jti)
+        key, expires_at_us = encode_key(pause_key), to_us(expires_at)
+        return await self._run(
+            "commit", lambda conn: self._statements.commit(conn, key, lease_id, expires_at_us)
+        )
+
+    async def release(self, pause_key: str, lease_id: str) -> bool:
+        """Drop the claim if ``lease_id`` holds it, making the pause redeemable again.
+
+        Raises:
+            StoreUnavailable: The database cannot be reached or timed out.
+        """
+        key = encode_key(pause_key)
         return await self._run(
             "release", lambda conn: self._statements.release(conn, key, lease_id)
         )
 
     async def revoke(
-        self, jti: str, scope_hash: str, name: str, expires_at: datetime
+        self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
     ) -> TokenRecord:
-        """Revoke the token unless it was already redeemed; return the resulting record.
+        """Revoke the pause unless it was redeemed or a live lease holds it.
+
+        An absent pause, or a claimed one whose lease ended (``lease_until <= now``),
+        becomes ``REVOKED``. A live claim, a redeemed and a revoked pause stay as they are.
+        The expiry is raised in every case.
+
+        Returns:
+            The record after the call.
 
         Raises:
             StoreUnavailable: The database cannot be reached or timed out.
         """
-        key = encode_jti(jti)
-        expires_at_us = to_us(expires_at)
+        key, expires_at_us, now_us = encode_key(pause_key), to_us(expires_at), to_us(now)
         return await self._run(
             "revoke",
-            lambda conn: self._statements.revoke(conn, key, scope_hash, name, expires_at_us),
+            lambda conn: self._statements.revoke(
+                conn,
+                key,
+                scope_hash=scope_hash,
+                name=name,
+                expires_at_us=expires_at_us,
+                now_us=now_us,
+            ),
         )
 
-    async def status(self, jti: str) -> TokenRecord | None:
-        """What the store knows of ``jti``, or ``None``.
+    async def status(self, pause_key: str) -> TokenRecord | None:
+        """What the store knows of ``pause_key``, or ``None``.
 
         Raises:
             StoreUnavailable: The database cannot be reached or timed out.
         """
-        key = encode_jti(jti)
+        key = encode_key(pause_key)
         return await self._run("status", lambda conn: self._statements.status(conn, key))
 
     async def purge(self, before: datetime) -> int:
@@ -533,21 +655,58 @@ class SQLAlchemyStore:
 
     # -- running one operation ----------------------------------------------------------------
 
-    async def _run(self, op: str, call: Callable[[Any], Awaitable[T]]) -> T:
-        if not self._schema_ready:
-            await self.ensure_schema()
-        held = await self._connections.acquire()
+    async def _run(
+        self, op: str, call: Callable[[Any], Awaitable[T]], *, startup: bool = False
+    ) -> T:
+        # One deadline for everything the operation waits on: the schema step, a free
+        # connection or a new one (connecting included), and the statement.
+        held: Held | None = None
         try:
             async with asyncio.timeout(self._timeout):
+                if startup or not self._schema_ready:
+                    await self._ensure_schema(force=startup)
+                held = await self._connections.acquire()
                 result = await call(held.driver)
-        except StoreUnavailable:
-            await self._connections.release(held)
+        except PauseTokenError:
+            if held is not None:
+                await self._connections.release(held)
             raise
         except BaseException as exc:
-            await self._connections.discard(held, exc)
+            if held is not None:
+                await self._connections.discard(held, exc)
             if not isinstance(exc, Exception):
                 raise  # cancellation and exits pass through untouched
-            msg = f"token store {op} failed at {self._label} ({type(exc).__name__})"
-            raise StoreUnavailable(msg) from exc
+            raise self._failure(op, exc, startup=startup) from exc
         await self._connections.release(held)
         return result
+
+    def _failure(self, op: str, exc: Exception, *, startup: bool) -> PauseTokenError:
+        """The typed error for a failed ``op``.
+
+        Permanent causes found at start-up are configuration errors; everything else fails
+        closed with ``StoreUnavailable``.
+        """
+        if isinstance(exc, TimeoutError):
+            msg = f"token store {op} at {self._label} timed out after {self._timeout:g} s"
+            return StoreUnavailable(msg)
+        problem = diagnose(exc)
+        if problem is TABLE_MISSING:
+            msg = self._table_missing_message()
+            if startup:
+                return ConfigurationError(msg, code="store_table_missing")
+            return StoreUnavailable(msg, code="store_table_missing")
+        if problem is not None and startup:
+            msg = f"cannot use the token store at {self._label}: {self._explain(problem)}"
+            return ConfigurationError(msg, code="store_misconfigured")
+        return StoreUnavailable(f"token store {op} failed at {self._label} ({type(exc).__name__})")
+
+    def _explain(self, problem: Problem) -> str:
+        url = self._engine.url
+        where = {
+            "authentication": f" for user {url.username!r}",
+            "missing_database": f" (database {url.database!r})",
+            "permission": f" (user {url.username!r}, table {self._table.name})",
+            "cannot_open": f" ({url.database!r})",
+            "read_only": f" (table {self._table.name})",
+        }
+        return problem.cause + where.get(problem.kind, "")
