@@ -11,19 +11,26 @@ from pausetoken._claims import new_jti
 SCOPE = hashlib.sha256(b"scope").hexdigest()
 ANSWER = hashlib.sha256(b"answer").hexdigest()
 LEASE = timedelta(seconds=30)
+TTL = timedelta(hours=1)
 
 
 def claim_request(
-    jti: str, *, now: datetime, lease_id: str | None = None, answer: str = ANSWER
+    pause_key: str,
+    *,
+    now: datetime,
+    lease_id: str | None = None,
+    answer: str = ANSWER,
+    expires_at: datetime | None = None,
+    lease: timedelta = LEASE,
 ) -> ClaimRequest:
-    """A claim of ``jti`` at ``now`` with a fresh lease of :data:`LEASE`."""
+    """A claim of ``pause_key`` at ``now`` with a fresh lease of :data:`LEASE`."""
     return ClaimRequest(
-        jti=jti,
+        pause_key=pause_key,
         scope_hash=SCOPE,
         name="approval",
         response_hash=answer,
-        expires_at=now + timedelta(hours=1),
+        expires_at=expires_at or now + TTL,
         lease_id=lease_id or new_jti(),
-        lease_until=now + LEASE,
+        lease_until=now + lease,
         now=now,
     )

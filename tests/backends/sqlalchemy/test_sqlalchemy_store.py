@@ -39,7 +39,7 @@ def _now() -> datetime:
 # -- the table ----------------------------------------------------------------------------
 
 
-async def test_jtis_differing_only_in_case_are_two_rows(store: SQLAlchemyStore) -> None:
+async def test_pause_keys_differing_only_in_case_are_two_rows(store: SQLAlchemyStore) -> None:
     now, rest = _now(), new_jti()
     lower, upper = "aB" + rest, "Ab" + rest
     first = await store.claim(claim_request(lower, now=now))
@@ -314,10 +314,10 @@ async def test_mysql_claims_make_the_driver_log_no_warnings(
         caplog.clear()
         outcomes = [(await store.claim(claim_request(jti, now=now, lease_id="lease-a"))).outcome]
         outcomes.append((await store.claim(claim_request(jti, now=now))).outcome)
-        await store.commit(jti, "lease-a")
+        await store.commit(jti, "lease-a", now + timedelta(hours=1))
         outcomes.append((await store.claim(claim_request(jti, now=now))).outcome)
         outcomes.append((await store.claim(claim_request(jti, now=now, answer=OTHER))).outcome)
-        await store.revoke(revoked, SCOPE, "approval", now + timedelta(hours=1))
+        await store.revoke(revoked, SCOPE, "approval", now + timedelta(hours=1), now)
         outcomes.append((await store.claim(claim_request(revoked, now=now))).outcome)
     assert outcomes == [
         ClaimOutcome.CLAIMED,
