@@ -64,7 +64,7 @@ class Site:
         self.monkeypatch.delitem(sys.modules, name, raising=False)
         return name
 
-    def store_module(self, api_version: object = 1) -> str:
+    def store_module(self, api_version: object = 2) -> str:
         return self.module(STORE_MODULE.format(api_version=api_version))
 
     def distribution(
@@ -300,13 +300,15 @@ def test_two_distributions_claiming_one_name_are_refused_naming_both(site: Site)
     assert isinstance(open_store("memory://"), MemoryStore)  # other names are unaffected
 
 
-@pytest.mark.parametrize("api_version", ["None", "2", "True", "'1'"])
+@pytest.mark.parametrize("api_version", ["None", "1", "3", "True", "'2'"])
 def test_a_missing_or_unsupported_api_version_is_refused(site: Site, api_version: str) -> None:
     module = site.store_module(api_version=api_version)
     site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
     with pytest.raises(ConfigurationError) as info:
         open_store("acme://")
     assert info.value.code == "backend_api_version"
+    if api_version == "1":
+        assert "renew() and check()" in info.value.detail
     (backend,) = [b for b in available_backends("stores") if b.name == "acme"]
     assert backend.importable is False
 
@@ -344,7 +346,7 @@ def test_a_store_that_refuses_its_url_is_a_configuration_error_without_the_passw
     module = site.module(
         """
         class Store:
-            api_version = 1
+            api_version = 2
 
             @classmethod
             def from_url(cls, url, **options):
@@ -363,7 +365,7 @@ def test_a_factory_that_returns_no_store_is_refused(site: Site) -> None:
     module = site.module(
         """
         class Store:
-            api_version = 1
+            api_version = 2
 
             @classmethod
             def from_url(cls, url, **options):

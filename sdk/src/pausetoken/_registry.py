@@ -22,13 +22,13 @@ import logging
 import re
 import threading
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import attrs
 
 from pausetoken._checkpoints import CHECKPOINTS_API_VERSION
 from pausetoken._signer import SIGNERS_API_VERSION
 from pausetoken._store import STORE_API_VERSION, TokenStore
+from pausetoken._urls import redact_url, store_family
 from pausetoken.exceptions import (
     AmbiguousBackend,
     BackendNotInstalled,
@@ -94,73 +94,11 @@ _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
     },
 }
 
-#: URL schemes whose family is not the part before ``+``.
-_SCHEME_ALIASES: Final[Mapping[str, str]] = {"rediss": "redis", "unix": "redis"}
-
-_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 _TARGET = re.compile(
     r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\Z",
     re.ASCII,
 )
 _NAME = re.compile(r"^[a-z][a-z0-9_.\-]*\Z")
-# user:password@ in a URL; the password runs to the last "@" so that one containing "@" or
-# "/" is hidden whole (hiding too much is the safe way to be wrong).
-_USERINFO = re.compile(r"^(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@?#]*):(?P<password>.*)@")
-_SECRET_PARAMS: Final = frozenset(
-    {"password", "passwd", "pwd", "secret", "token", "api_key", "apikey", "access_key"}
-)
-_HIDDEN: Final = "***"
-
-
-def redact_url(url: str) -> str:
-    """Render ``url`` with its password (and secret-looking query values) hidden.
-
-    Example:
-        >>> redact_url("postgresql+asyncpg://app:s3cret@db:5432/tokens")
-        'postgresql+asyncpg://app:***@db:5432/tokens'
-        >>> redact_url("redis://:s3cret@cache:6379/0?password=s3cret")
-        'redis://:***@cache:6379/0?password=***'
-
-    Args:
-        url: A backend URL (or a ``module:attr`` target, returned unchanged).
-
-    Returns:
-        The URL safe to print or log.
-    """
-    redacted = _USERINFO.sub(lambda m: f"{m['head']}:{_HIDDEN}@", url, count=1)
-    if "?" not in redacted:
-        return redacted
-    try:
-        parts = urlsplit(redacted)
-    except ValueError:
-        head, _, _ = redacted.partition("?")
-        return f"{head}?{_HIDDEN}"
-    if not parts.query:
-        return redacted
-    query = [
-        (key, _HIDDEN if key.lower() in _SECRET_PARAMS else value)
-        for key, value in parse_qsl(parts.query, keep_blank_values=True)
-    ]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="*")))
-
-
-def store_family(url: str) -> str:
-    """The store entry-point name a URL chooses: its scheme's family before ``+``.
-
-    Example:
-        >>> store_family("postgresql+asyncpg://app@db/tokens"), store_family("rediss://cache")
-        ('postgresql', 'redis')
-
-    Raises:
-        ConfigurationError: if ``url`` has no scheme.
-    """
-    match = _SCHEME.match(url)
-    if match is None:
-        shown = redact_url(url)
-        msg = f"a store URL starts with a scheme such as 'sqlite+aiosqlite://' (got {shown!r})"
-        raise ConfigurationError(msg)
-    family = match["scheme"].lower().split("+", 1)[0]
-    return _SCHEME_ALIASES.get(family, family)
 
 
 @attrs.frozen
