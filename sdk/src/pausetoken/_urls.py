@@ -45,8 +45,6 @@ def redact_url(url: str) -> str:
     Returns:
         The URL, safe to print or log.
     """
-    if not isinstance(url, str):
-        return _UNPARSABLE
     redacted = _hide_password(url)
     if any(ord(char) < 0x20 or char.isspace() for char in redacted):  # noqa: PLR2004 - C0
         return _UNPARSABLE
