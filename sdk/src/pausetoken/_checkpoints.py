@@ -38,6 +38,11 @@ class CheckpointReader(Protocol):
     when it was lost because the runtime does not persist state, and
     :class:`~pausetoken.exceptions.StaleToken` when the thread moved on or the interrupt is
     no longer pending.
+
+    A reader may also have a ``namespace`` attribute (a string naming the runtime it
+    reads, such as one LangGraph graph): tokens then carry it in their ``ns`` claim and in
+    their pause key, and a service whose reader has another namespace refuses them with
+    ``InvalidToken`` (``token_namespace_mismatch``).
     """
 
     async def bind(

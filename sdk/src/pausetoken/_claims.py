@@ -101,6 +101,7 @@ class Claims:
     request_hash: str
     tool_call_id: str | None = None
     sub: str | None = None
+    ns: str | None = None
     ver: int = CLAIMS_VERSION
 
     @property
@@ -118,12 +119,20 @@ class Claims:
         """The store key of the pause this token answers.
 
         It names the pause in its runtime: the thread, checkpoint and interrupt, within the
-        issuer and audience (the namespace that keeps applications sharing one store apart).
+        issuer, audience and runtime namespace (``ns``, the graph a LangGraph pause belongs
+        to), which keep applications sharing one store apart.
         It never includes the scope: every token minted for one pause, under any scope,
         has the same key, so the pause is answered once whichever token carries the answer.
         It has the form of a ``jti`` (43 base64url characters of a sha256).
         """
-        bound = [self.iss, self.aud, self.thread_id, self.checkpoint_id, self.interrupt_id]
+        bound = [
+            self.iss,
+            self.aud,
+            self.ns,
+            self.thread_id,
+            self.checkpoint_id,
+            self.interrupt_id,
+        ]
         encoded = json.dumps(["pausetoken.pause.v2", *bound], ensure_ascii=False)
         digest = hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")

@@ -37,6 +37,7 @@ from pausetoken.exceptions import (
     ConfigurationError,
     InvalidMintRequest,
     InvalidResponse,
+    InvalidToken,
     LeaseLost,
     PauseTokenError,
     PayloadMismatch,
@@ -395,6 +396,7 @@ class PauseTokens:
             request_hash=request_hash,
             tool_call_id=tool_call_id,
             sub=principal,
+            ns=self._namespace(),
         )
         await self._refuse_closed_pause(claims)
         token = self.signer.sign(claims.to_dict())
@@ -589,6 +591,11 @@ class PauseTokens:
             msg = "the pause was revoked; no token is minted for it"
             raise TokenRevoked(msg, code="pause_revoked")
 
+    def _namespace(self) -> str | None:
+        """The runtime namespace the reader serves (a LangGraph graph), bound into tokens."""
+        namespace = getattr(self.checkpoints, "namespace", None)
+        return namespace if isinstance(namespace, str) else None
+
     def _row_expiry(self, now: float) -> datetime:
         """How long a store row must live: past every token that could still verify.
 
@@ -621,6 +628,9 @@ class PauseTokens:
     ) -> _Checked:
         now = self.clock()
         claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
+        if claims.ns != self._namespace():
+            msg = "the token was minted for another runtime namespace (another graph)"
+            raise InvalidToken(msg, code="token_namespace_mismatch")
         interrupt = self._interrupts.get(claims.name)
         if not (interrupt is not None and interrupt.cross_scope) and not hmac.compare_digest(
             claims.scope_hash, hash_scope(scope)

@@ -48,7 +48,7 @@ _HASHES: Final = ("scope_hash", "request_hash")
 _TIMES: Final = ("iat", "exp")
 _REQUIRED: Final = frozenset((*_STRINGS, *_HASHES, *_TIMES, "session_id", "ver"))
 # session_id may be empty (a run without a session); tool_call_id and sub are optional.
-_OPTIONAL_STRINGS: Final = ("tool_call_id", "sub")
+_OPTIONAL_STRINGS: Final = ("tool_call_id", "sub", "ns")
 _KNOWN: Final = _REQUIRED | {*_OPTIONAL_STRINGS, "nbf"}
 _MIN_TOKEN_BYTES: Final = 256
 _MAX_TOKEN_BYTES: Final = 65536

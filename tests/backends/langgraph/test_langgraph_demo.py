@@ -11,7 +11,7 @@ from langgraph.types import Command
 from langgraph_support import postgresql_url
 
 from pausetoken._cli import main
-from pausetoken_langgraph import _demo
+from pausetoken_langgraph import Resumed, _demo
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -75,7 +75,8 @@ def test_a_demo_step_that_misbehaves_fails_the_run(
         state = await graph.aget_state({"configurable": {"thread_id": _thread(graph)}})
         ids = [pause.id for pause in state.interrupts]
         config = {"configurable": {"thread_id": _thread(graph)}}
-        return await graph.ainvoke(Command(resume=dict.fromkeys(ids, response)), config)
+        output = await graph.ainvoke(Command(resume=dict.fromkeys(ids, response)), config)
+        return Resumed(output, replayed=False)
 
     threads: list[str] = []
     real_mint = _demo.mint_pending

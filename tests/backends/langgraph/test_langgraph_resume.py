@@ -52,8 +52,9 @@ async def test_one_interrupt_is_minted_redeemed_and_the_run_finishes(
     assert event.checkpoint_id == head
     claims = tokens.verify(event.token)
     assert claims.request_hash == hash_payload(pause.value["payload"])
-    output = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
-    assert output == {"log": ["refund:True"]}
+    resumed = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
+    assert resumed.output == {"log": ["refund:True"]}
+    assert (resumed.replayed, resumed.interrupts) == (False, ())
     assert effects.done == ["refund:True"]
     assert await tokens.status(event.token, scope=ACME) is TokenStatus.REDEEMED
 
@@ -75,11 +76,15 @@ async def test_two_parallel_interrupts_are_redeemed_in_either_order(
     first, second = (by_node[name] for name in order)
 
     after_first = await resume(tokens, graph, first.token, APPROVE, scope=ACME)
-    assert [i.id for i in after_first["__interrupt__"]] == [second.interrupt_id]
+    assert [p.interrupt_id for p in after_first.interrupts] == [second.interrupt_id]
+    assert after_first.interrupts[0].payload == {
+        "order_id": f"order-{order[1]}",
+        "amount_cents": 1999,
+    }
     final = await resume(tokens, graph, second.token, REJECT, scope=ACME)
 
-    assert "__interrupt__" not in final
-    assert sorted(final["log"]) == sorted([f"{order[0]}:True", f"{order[1]}:False"])
+    assert final.interrupts == ()
+    assert sorted(final.output["log"]) == sorted([f"{order[0]}:True", f"{order[1]}:False"])
     assert effects.done == [f"{order[0]}:True", f"{order[1]}:False"]
 
 
@@ -100,12 +105,14 @@ async def test_the_first_token_of_a_node_cannot_answer_its_second_interrupt(
     # tells the two apart.
     assert second.checkpoint_id == first.checkpoint_id
     assert second.interrupt_id != first.interrupt_id
-    assert [i.id for i in paused_again["__interrupt__"]] == [second.interrupt_id]
+    assert [p.interrupt_id for p in paused_again.interrupts] == [second.interrupt_id]
     with pytest.raises(AlreadyRedeemed):
         await resume(tokens, graph, first.token, REJECT, scope=ACME)
     # The first token's answer again is an idempotent retry: nothing resumes.
     again = await resume(tokens, graph, first.token, APPROVE, scope=ACME)
-    assert again == {"log": []}
+    assert (again.output, again.replayed) == (None, True)
+    # The retry names the pause the run waits at now, but shows none of its data.
+    assert [(p.interrupt_id, p.payload) for p in again.interrupts] == [(second.interrupt_id, None)]
     assert effects.done == []
     await resume(tokens, graph, second.token, REJECT, scope=ACME)
     assert effects.done == ["both:True:False"]
@@ -144,7 +151,7 @@ async def test_an_interrupt_inside_a_subgraph_is_redeemed_once(
 
     output = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
 
-    assert output == {"log": ["inner:True"]}
+    assert output.output == {"log": ["inner:True"]}
     assert effects.done == ["inner:True"]
     with pytest.raises(AlreadyRedeemed):
         await resume(tokens, graph, event.token, REJECT, scope=ACME)
@@ -199,6 +206,28 @@ def _with_claim(token: str, **changes: Any) -> str:
     claims.update(changes)
     encoded = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
     return f"{head}.{encoded}.{signature}"
+
+
+async def test_a_token_is_bound_to_the_graph_it_was_minted_for(
+    graphs: Graphs, make_tokens: Callable[..., PauseTokens], effects: Effects
+) -> None:
+    graph, other = graphs.single(), graphs.parallel()  # one checkpointer, two graphs
+    tokens, other_tokens = make_tokens(graph), make_tokens(other)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+    [event] = await mint_pending(tokens, graph, config, scope=ACME)
+
+    with pytest.raises(ConfigurationError) as mismatch:
+        await resume(tokens, other, event.token, APPROVE, scope=ACME)
+    assert mismatch.value.code == "langgraph_reader_mismatch"
+    with pytest.raises(InvalidToken) as foreign:
+        await resume(other_tokens, other, event.token, APPROVE, scope=ACME)
+    assert foreign.value.code == "token_namespace_mismatch"
+
+    assert effects.done == []
+    assert await tokens.status(event.token, scope=ACME) is TokenStatus.ACTIVE
+    assert (await resume(tokens, graph, event.token, APPROVE, scope=ACME)).replayed is False
+    assert effects.done == ["refund:True"]
 
 
 async def test_a_token_edited_to_name_another_thread_is_refused(
@@ -329,8 +358,9 @@ async def test_a_failed_resume_is_released_and_the_retry_runs_the_side_effect_on
     assert effects.done == []
     assert await tokens.status(event.token, scope=ACME) is TokenStatus.ACTIVE
 
-    output = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
-    assert output == {"log": ["refund:True"]}
+    resumed = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
+    assert resumed.output == {"log": ["refund:True"]}
+    assert (resumed.replayed, resumed.interrupts) == (False, ())
     assert effects.done == ["refund:True"]
     assert await tokens.status(event.token, scope=ACME) is TokenStatus.REDEEMED
 
@@ -377,11 +407,11 @@ async def test_a_claim_left_by_a_dead_worker_lapses_and_the_retry_runs_once(
     clock.now += (tokens.lease + tokens.policy.leeway).total_seconds() + 1
     output = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
 
-    assert output == {"log": ["refund:True"]}
+    assert output.output == {"log": ["refund:True"]}
     assert effects.done == ["refund:True"]
     assert await tokens.status(event.token, scope=ACME) is TokenStatus.REDEEMED
     again = await resume(tokens, graph, event.token, APPROVE, scope=ACME)
-    assert again == {"log": ["refund:True"]}
+    assert (again.output, again.replayed) == (None, True)
     assert effects.done == ["refund:True"]
 
 
@@ -399,7 +429,9 @@ async def test_replays_with_another_answer_conflict_and_same_answer_retries_do_n
         await resume(tokens, graph, event.token, REJECT, scope=ACME)
     retried = await resume(tokens, graph, event.token, Decision(True, "ok"), scope=ACME)
 
-    assert retried == first
+    assert (first.replayed, retried.replayed) == (False, True)
+    assert first.output == {"log": ["refund:True"]}
+    assert retried.output is None
     assert effects.done == ["refund:True"]
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from pausetoken_langgraph._ask import ENVELOPE_VERSION, ask, envelope, unwrap
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
-from pausetoken_langgraph._resume import mint_pending, resume
+from pausetoken_langgraph._resume import PendingPause, Resumed, mint_pending, resume
 
 __all__ = [
     "ENVELOPE_VERSION",
     "LangGraphCheckpoints",
+    "PendingPause",
+    "Resumed",
     "ask",
     "envelope",
     "mint_pending",

@@ -316,16 +316,16 @@ async def _steps(
     ok = ok and still is TokenStatus.ACTIVE and not ledger.paid
     report(_Step("a malformed answer is refused", ok, f"{detail}; the token is {still.value}"))
 
-    output = await resume(tokens, graph, event.token, _APPROVE, scope=_ACME)
+    resumed = await resume(tokens, graph, event.token, _APPROVE, scope=_ACME)
     status = await tokens.status(event.token, scope=_ACME)
-    ok = output.get("status") == "refunded" and ledger.paid == [run_id]
+    finished = resumed.output.get("status")
+    ok = finished == "refunded" and ledger.paid == [run_id] and not resumed.interrupts
     ok = ok and status is TokenStatus.REDEEMED
     report(
         _Step(
             "the answer is redeemed and the graph finishes",
             ok,
-            f"graph status {output.get('status')!r}, refunds paid: {len(ledger.paid)}, "
-            f"token {status.value}",
+            f"graph status {finished!r}, refunds paid: {len(ledger.paid)}, token {status.value}",
         )
     )
 
@@ -335,7 +335,7 @@ async def _steps(
     report(_Step("a replay with another answer is refused", ok, detail))
 
     again = await resume(tokens, graph, event.token, _APPROVE, scope=_ACME)
-    ok = again.get("status") == "refunded" and ledger.paid == [run_id]
+    ok = again.replayed and again.output is None and ledger.paid == [run_id]
     report(
         _Step(
             "a retry with the same answer is answered idempotently",

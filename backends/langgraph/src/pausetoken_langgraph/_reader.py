@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn
@@ -48,6 +49,12 @@ _SQLITE_HEAD: Final = (
     "LEFT JOIN writes AS w ON w.thread_id = ? AND w.checkpoint_ns = '' "
     "AND w.checkpoint_id = c.checkpoint_id"
 )
+
+
+# The name LangGraph gives a compiled graph that was not named.
+_DEFAULT_GRAPH_NAME: Final = "LangGraph"
+# Claims are at most 512 characters long.
+_MAX_NAMESPACE: Final = 512
 
 
 def pending_interrupts(writes: Sequence[PendingWrite] | None) -> dict[str, GraphInterrupt]:
@@ -105,10 +112,18 @@ class LangGraphCheckpoints:
     :class:`~pausetoken.exceptions.CheckpointNotFound` (404). Pass ``persistent`` to
     override the guess for a checkpointer of your own.
 
+    Tokens are bound to the graph: the reader's :attr:`namespace` goes into every token it
+    binds, and a service reading another graph refuses them (``token_namespace_mismatch``),
+    even when both graphs share one checkpointer.
+
     Args:
         graph: The compiled graph, with its checkpointer.
         persistent: Whether the checkpointer keeps state across processes (default:
             everything but ``InMemorySaver``).
+        namespace: What names this graph in its tokens and store rows. Default: the
+            graph's ``name`` when it was given one (``builder.compile(name="refunds")``),
+            otherwise a digest of its node names. Give one explicitly to keep the tokens of
+            a graph valid across deployments that add or rename nodes.
 
     Raises:
         ConfigurationError: the graph was compiled without a checkpointer.
@@ -122,7 +137,11 @@ class LangGraphCheckpoints:
     api_version = CHECKPOINTS_API_VERSION
 
     def __init__(
-        self, graph: Pregel[Any, Any, Any, Any], *, persistent: bool | None = None
+        self,
+        graph: Pregel[Any, Any, Any, Any],
+        *,
+        persistent: bool | None = None,
+        namespace: str | None = None,
     ) -> None:
         """Create the reader; see the class docstring for the arguments."""
         saver = graph.checkpointer
@@ -133,6 +152,8 @@ class LangGraphCheckpoints:
             )
             raise ConfigurationError(msg, code="langgraph_no_checkpointer")
         self.graph = graph
+        #: The graph's name in its tokens' ``ns`` claim and pause keys.
+        self.namespace = namespace if namespace is not None else graph_namespace(graph)
         self.saver: BaseCheckpointSaver[Any] = saver
         self.persistent = not isinstance(saver, InMemorySaver) if persistent is None else persistent
         sqlite = _async_sqlite_saver(saver)
@@ -258,6 +279,15 @@ class LangGraphCheckpoints:
 
     async def aclose(self) -> None:
         """Nothing to release: the graph and its checkpointer belong to the application."""
+
+
+def graph_namespace(graph: Pregel[Any, Any, Any, Any]) -> str:
+    """The namespace a graph's tokens carry: its given name, else a digest of its nodes."""
+    name = getattr(graph, "name", None)
+    if isinstance(name, str) and name and name != _DEFAULT_GRAPH_NAME:
+        return f"langgraph:{name}"[:_MAX_NAMESPACE]
+    nodes = "\x00".join(sorted(str(node) for node in graph.nodes))
+    return "langgraph-nodes:" + hashlib.sha256(nodes.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def stored_value(found: GraphInterrupt) -> Any:

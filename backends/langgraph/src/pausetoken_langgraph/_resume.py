@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+import attrs
 from langgraph.types import Command
 
 from pausetoken._claims import fingerprint
@@ -18,14 +20,14 @@ from pausetoken_langgraph._ask import unwrap
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable
     from datetime import timedelta
 
     from langgraph.pregel import Pregel
 
     from pausetoken import InterruptEvent, PauseTokens, Scope
 
-__all__ = ["mint_pending", "resume"]
+__all__ = ["PendingPause", "Resumed", "mint_pending", "resume"]
 
 logger = logging.getLogger("pausetoken.langgraph")
 
@@ -33,15 +35,62 @@ logger = logging.getLogger("pausetoken.langgraph")
 #: Keys of ``config["configurable"]`` that would make a resume address another place than
 #: the token's thread head (``checkpoint_id`` forks the thread).
 _ADDRESSING: Final = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns"})
-_INTERRUPT_KEY_DOMAIN: Final = b"pausetoken-langgraph/interrupt/v1\x00"
+
+
+@attrs.frozen
+class PendingPause:
+    """A pause the run is waiting at after a resume.
+
+    Attributes:
+        interrupt_id: LangGraph's interrupt id (what :func:`mint_pending` binds).
+        name: The registered name for a pause raised with
+            :func:`~pausetoken_langgraph.ask`; ``None`` for a foreign interrupt.
+        payload: What the pause shows; ``None`` in the result of an idempotent retry,
+            which never returns data written after the answer it repeats.
+    """
+
+    interrupt_id: str
+    name: str | None
+    payload: Any = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen(repr=False)
+class Resumed:
+    """What :func:`resume` returns, in the same shape for a fresh answer and a retry.
+
+    Attributes:
+        output: What ``graph.ainvoke`` returned, without its ``__interrupt__`` entry;
+            ``None`` for an idempotent retry (the run was resumed by the first answer, and
+            its later state is not handed to whoever retries).
+        replayed: ``True`` for an idempotent retry of an answer already committed.
+        interrupts: The pauses the run waits at now (mint tokens for them with
+            :func:`mint_pending`); empty when the run finished.
+    """
+
+    output: Any
+    replayed: bool
+    interrupts: tuple[PendingPause, ...] = ()
+
+    def __repr__(self) -> str:
+        pauses = ", ".join(repr(p.interrupt_id) for p in self.interrupts)
+        return f"Resumed(replayed={self.replayed}, interrupts=[{pauses}])"
+
+
+def _pauses(found: Iterable[Any], *, with_payload: bool) -> tuple[PendingPause, ...]:
+    pauses = []
+    for item in found:
+        name, payload = unwrap(item.value)
+        pauses.append(PendingPause(item.id, name, payload if with_payload else None))
+    return tuple(pauses)
 
 
 def _reader_for(tokens: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> LangGraphCheckpoints:
     reader = tokens.checkpoints
-    if not isinstance(reader, LangGraphCheckpoints) or reader.saver is not graph.checkpointer:
+    if not isinstance(reader, LangGraphCheckpoints) or reader.graph is not graph:
         msg = (
-            "the service must read this graph's checkpoints: build it with "
-            "checkpoints=LangGraphCheckpoints(graph) for the graph being resumed"
+            "the service must read this graph: build it with "
+            "checkpoints=LangGraphCheckpoints(graph) for the graph being resumed "
+            "(one service per graph)"
         )
         raise ConfigurationError(msg, code="langgraph_reader_mismatch")
     return reader
@@ -165,7 +214,7 @@ async def resume(
     principal: str | None = None,
     config: Mapping[str, Any] | None = None,
     context: Any = None,
-) -> Any:
+) -> Resumed:
     """Redeem a token and resume the paused run with the answer, exactly once.
 
     The token is redeemed in two phases (:meth:`pausetoken.PauseTokens.redeem`): every
@@ -177,10 +226,13 @@ async def resume(
     for longer than the lease), the run is cancelled and ``LeaseLost`` is raised.
 
     The claim is per pause, not per token: a second token minted for the same interrupt
-    cannot resume it again (another answer is refused, the same answer is a retry).
+    cannot resume it again (another answer is refused, the same answer is a retry). A token
+    is bound to the graph its service reads (see
+    :class:`~pausetoken_langgraph.LangGraphCheckpoints`).
 
     A retry of an answer that was already committed (same token, same answer) does not
-    resume the run again: it returns the graph's current state values.
+    resume the run again: the result has ``replayed=True``, no output, and the ids and
+    names of the pauses the run waits at now.
 
     Args:
         tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
@@ -195,20 +247,21 @@ async def resume(
         context: The run context for graphs with a context schema.
 
     Returns:
-        What ``graph.ainvoke`` returned (with ``__interrupt__`` if the run paused again),
-        or for an idempotent retry the current state values.
+        The result: the run's output, whether this was a retry, and the pauses now pending.
 
     Raises:
         ConfigurationError: the service does not read this graph, or ``config``
             addresses a thread or checkpoint.
+        InvalidToken: the token was minted for another graph (``token_namespace_mismatch``)
+            or does not verify.
         StaleToken: the run moved on without this pause being answered through pausetoken.
+        RedemptionInProgress: another redeemer holds the claim on this pause.
         LeaseLost: the claim was lost while the graph ran (the run was cancelled).
         CommitUnconfirmed: the graph ran but the commit could not be confirmed.
-        RedemptionInProgress: another redeemer holds the claim on this pause.
         PauseTokenError: any refusal of :meth:`pausetoken.PauseTokens.redeem`.
         Exception: whatever the graph raised while resuming (the claim is released).
     """
-    _reader_for(tokens, graph)
+    reader = _reader_for(tokens, graph)
     base = _resume_config(config)
     async with tokens.redeem(token, response, scope=scope, principal=principal) as redemption:
         claims = redemption.claims
@@ -219,10 +272,16 @@ async def resume(
                 "idempotent retry: run not resumed again",
                 extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
             )
-            return (await graph.aget_state(run_config)).values
+            head = await reader.head(claims.thread_id)
+            now_waiting = pending_interrupts(head.pending_writes).values()
+            return Resumed(None, replayed=True, interrupts=_pauses(now_waiting, with_payload=False))
         answer = to_json_value(redemption.response, converter=tokens.converter)
         command: Command[Any] = Command(resume={claims.interrupt_id: answer})
         lease = redemption.lease
         assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
         # Cancelled if the claim is lost meanwhile, so two workers never both run on.
-        return await lease.run(graph.ainvoke(command, run_config, context=context))
+        output = await lease.run(graph.ainvoke(command, run_config, context=context))
+    waiting = output.get("__interrupt__", ()) if isinstance(output, Mapping) else ()
+    if isinstance(output, Mapping) and "__interrupt__" in output:
+        output = {key: value for key, value in output.items() if key != "__interrupt__"}
+    return Resumed(output, replayed=False, interrupts=_pauses(waiting, with_payload=True))
