@@ -62,7 +62,7 @@ def requests(n: int) -> list[ClaimRequest]:
     now = datetime.now(UTC)
     return [
         ClaimRequest(
-            jti=new_jti(),
+            pause_key=new_jti(),
             scope_hash=SCOPE,
             name="bench",
             response_hash=ANSWER,
@@ -75,28 +75,10 @@ def requests(n: int) -> list[ClaimRequest]:
     ]
 
 
-def claim_params(request: ClaimRequest, family: str) -> Any:
-    a = ClaimArgs.from_request(request)
-    if family != "mysql":
-        ordered = (
-            a.jti,
-            a.scope_hash,
-            a.name,
-            a.response_hash,
-            a.lease_id,
-            a.lease_until_us,
-            a.expires_at_us,
-            a.now_us,
-        )
-        if family == "sqlite":  # the statement uses named placeholders :p1 ... :p8
-            return {f"p{i}": value for i, value in enumerate(ordered, start=1)}
-        return ordered
-    n = a.now_us
-    return (
-        *(a.jti, a.scope_hash, a.name, a.response_hash, a.lease_id, a.lease_until_us),
-        *(a.expires_at_us, n, n, n, a.response_hash, n, n, a.scope_hash, n, a.name, n),
-        *(a.response_hash, n, a.lease_id, n, a.expires_at_us, n, a.lease_until_us),
-    )
+def claim_params(store: SQLAlchemyStore, request: ClaimRequest) -> Any:
+    """The store's own claim parameters, in the order and form its driver takes them."""
+    statements = store._statements  # noqa: SLF001 - the benchmark runs the store's own SQL
+    return statements.claim_params(ClaimArgs.from_request(request), time.time_ns() // 1000)
 
 
 class RawDriver:
@@ -165,7 +147,7 @@ async def rate(op: Callable[[int], Awaitable[None]], n: int, concurrency: int) -
 
 
 async def throughput(
-    store: SQLAlchemyStore, raw: RawDriver, family: str, n: int, rounds: int
+    store: SQLAlchemyStore, raw: RawDriver, n: int, rounds: int
 ) -> dict[int, dict[str, float]]:
     sql = raw.sql
     # Core gets its own engine: the store holds every connection of its pool.
@@ -181,13 +163,13 @@ async def throughput(
                 assert result.outcome is ClaimOutcome.CLAIMED
 
             samples["store"].append(await rate(via_store, n, concurrency))
-            params = [claim_params(r, family) for r in requests(n)]
+            params = [claim_params(store, r) for r in requests(n)]
 
             async def via_raw(i: int, params: list[Any] = params) -> None:
                 await raw.claim(params[i])
 
             samples["raw"].append(await rate(via_raw, n, concurrency))
-            core_params = [claim_params(r, family) for r in requests(n // 4)]
+            core_params = [claim_params(store, r) for r in requests(n // 4)]
 
             async def via_core(i: int, params: list[Any] = core_params) -> None:
                 async with core_engine.begin() as conn:
@@ -272,7 +254,7 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
         raw = RawDriver(family, store.engine.url.render_as_string(hide_password=False), claim_sql)
         await raw.open(16)
         try:
-            by_concurrency = await throughput(store, raw, family, n, rounds)
+            by_concurrency = await throughput(store, raw, n, rounds)
         finally:
             await raw.close()
         print(f"{'concurrency':>11} {'store/s':>9} {'raw/s':>9} {'ratio':>6} {'core/s':>9}")
