@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from pausetoken import exceptions
@@ -72,3 +75,136 @@ def test_extra_members_appear_in_problem_details() -> None:
     assert InvalidResponse("no", field="$.approved").to_problem()["field"] == "$.approved"
     assert RedemptionInProgress(retry_after=2.5).to_problem()["retry_after"] == 2.5
     assert "field" not in InvalidResponse().to_problem()
+
+
+# -- codes declared on the classes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_every_class_declares_its_codes_with_a_one_line_meaning(
+    error: type[PauseTokenError],
+) -> None:
+    codes = error.__dict__.get("codes")
+    assert codes is not None, f"{error.__name__} declares no codes of its own"
+    assert error.default_code in codes
+    for code, meaning in codes.items():
+        assert code.replace("_", "").isalnum()
+        assert code == code.lower()
+        assert meaning.strip()
+        assert "\n" not in meaning
+        assert "|" not in meaning  # the meaning is a cell of the docs table
+
+
+def test_a_class_never_declares_another_class_default_code() -> None:
+    defaults = {error.default_code: error for error in ERRORS}
+    for error in ERRORS:
+        for code in error.codes:
+            assert defaults.get(code, error) is error, (code, error.__name__)
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_every_declared_code_can_be_raised(error: type[PauseTokenError]) -> None:
+    for code in error.codes:
+        assert error("detail", code=code).code == code
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (exceptions.InvalidToken, "token_made_up"),
+        (exceptions.InvalidToken, "configuration_error"),
+        (exceptions.ConfigurationError, "token_malformed"),
+        (exceptions.StoreUnavailable, "store_unavailble"),
+    ],
+)
+def test_a_code_not_declared_on_the_class_is_refused(
+    error: type[PauseTokenError], code: str
+) -> None:
+    with pytest.raises(ValueError, match=error.__name__):
+        error("detail", code=code)
+
+
+# Helpers that build an error from a code argument: (file, helper) -> (position, class built).
+_HELPERS = {
+    ("_jose.py", "_fail"): (0, "InvalidToken"),
+    ("_jose.py", "_parse_json_text"): (1, "InvalidToken"),
+    ("_jose.py", "_utf8"): (1, "InvalidToken"),
+    ("_settings.py", "_error"): (0, "ConfigurationError"),
+    ("_keys.py", "_config_error"): (1, "ConfigurationError"),
+}
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _strings(node: ast.expr, names: dict[str, set[str]]) -> set[str]:
+    """The string values ``node`` may have: a literal, a named constant, either branch."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.Name):
+        return names.get(node.id, set())
+    if isinstance(node, ast.IfExp):
+        return _strings(node.body, names) | _strings(node.orelse, names)
+    return set()
+
+
+def _named_strings(tree: ast.Module) -> dict[str, set[str]]:
+    """Every ``NAME = "text"`` (or ``NAME: T = "text"``) of a module, local or global."""
+    names: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target: ast.expr | None = node.targets[0]
+        elif isinstance(node, ast.AnnAssign):
+            target = node.target
+        else:
+            continue
+        value = node.value
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+        ):
+            names.setdefault(target.id, set()).add(value.value)
+    return names
+
+
+def _call_codes(
+    call: ast.Call, file: str, names: dict[str, set[str]]
+) -> tuple[str | None, set[str]]:
+    """The class a call builds (when known) and the codes it may pass."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    owner = name if name in exceptions.__all__ else None
+    codes = set()
+    for keyword in call.keywords:
+        if keyword.arg == "code":
+            codes |= _strings(keyword.value, names)
+    if (file, name) in _HELPERS:
+        index, owner = _HELPERS[file, name]
+        if len(call.args) > index:
+            codes |= _strings(call.args[index], names)
+    return owner, codes
+
+
+def _raised_codes() -> list[tuple[str, str | None, str]]:
+    """(file, class or None, code) for every code spelled at a raise site in the sources."""
+    found = []
+    files = [*(_ROOT / "sdk" / "src").rglob("*.py"), *(_ROOT / "backends").glob("*/src/**/*.py")]
+    for path in files:
+        tree = ast.parse(path.read_text())
+        names = _named_strings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                owner, codes = _call_codes(node, path.name, names)
+                found += [(path.name, owner, code) for code in codes]
+    return found
+
+
+def test_every_code_spelled_in_the_sources_is_declared_on_the_class_raising_it() -> None:
+    raised = _raised_codes()
+    assert len(raised) > 50, "the scan no longer finds the raise sites"
+    declared = {code for error in ERRORS for code in error.codes}
+    wrong = [
+        (path, owner, code)
+        for path, owner, code in raised
+        if code not in (getattr(exceptions, owner).codes if owner else declared)
+    ]
+    assert wrong == []

@@ -13,7 +13,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "AlreadyRedeemed",
@@ -51,9 +54,17 @@ class PauseTokenError(Exception):
         code: A stable, machine-readable code such as ``"token_expired"``.
         detail: A human-readable explanation without secrets or user data.
         http_status: The HTTP status a server should answer with.
+        codes: Every code the class may carry (its ``default_code`` among them), each with
+            a one-line meaning. The documentation's code table is generated from these.
     """
 
     default_code: ClassVar[str] = "pausetoken_error"
+    codes: ClassVar[Mapping[str, str]] = {
+        "pausetoken_error": "An error without a more specific class.",
+        "race_worker_failed": (
+            "A process of the store race check failed; only its error type is reported."
+        ),
+    }
     default_detail: ClassVar[str] = "The request could not be processed."
     http_status: ClassVar[int] = 500
     title: ClassVar[str] = "pausetoken error"
@@ -63,8 +74,16 @@ class PauseTokenError(Exception):
 
         Args:
             detail: What went wrong, for humans. Must not contain tokens or user data.
-            code: A more specific stable code than the class default.
+            code: A more specific stable code than the class default, declared in the
+                class's ``codes``.
+
+        Raises:
+            ValueError: ``code`` is not declared in the class's ``codes`` (a programming
+                error: declare the code and its meaning on the class first).
         """
+        if code is not None and code not in self.codes:
+            msg = f"{type(self).__name__} does not declare the code {code!r} in its 'codes'"
+            raise ValueError(msg)
         self.code: str = code or self.default_code
         self.detail: str = detail or self.default_detail
         super().__init__(self.detail)
@@ -97,6 +116,70 @@ class ConfigurationError(PauseTokenError):
     """pausetoken is configured wrongly: missing or weak keys, bad settings, bad URLs."""
 
     default_code = "configuration_error"
+    codes: ClassVar[Mapping[str, str]] = {
+        "configuration_error": "pausetoken is configured wrongly (no more specific code).",
+        "settings_missing": "A required setting (store URL, key set) is not given.",
+        "settings_unknown": "A setting name is not known (a misspelling).",
+        "settings_conflict": "Two settings that exclude each other are both given.",
+        "settings_invalid": "A setting has the wrong type or value.",
+        "settings_file_unreadable": "The settings file or the key file cannot be read.",
+        "policy_invalid": "A TokenPolicy value is out of range.",
+        "max_token_bytes_invalid": "max_token_bytes is not an integer from 256 to 65536.",
+        "keys_invalid": "A signer was given something other than a KeyRing.",
+        "alg_not_allowed": (
+            "An algorithm outside HS256, EdDSA, ES256 and dir, or one the signer does not use."
+        ),
+        "empty_keyring": "The key set holds no key; there is no default key.",
+        "duplicate_kid": "Two keys share one kid.",
+        "no_active_key": "No key, or more than one, is marked as the signing key.",
+        "kid_invalid": "A kid is not 1 to 64 letters, digits and '_.:-'.",
+        "jwks_invalid": "The key set is not a JWK Set in the documented format.",
+        "key_invalid": (
+            "Key material cannot be imported, or a private key's public half is not its own."
+        ),
+        "key_alg_mismatch": "A key's type, curve or use does not fit its algorithm.",
+        "key_ops_invalid": "A key's key_ops contradict how pausetoken uses it.",
+        "key_too_short": "A symmetric key is shorter than 32 bytes.",
+        "key_size_invalid": "A sealed-token key is not exactly 32 bytes.",
+        "key_is_pem": "PEM, OpenSSH or PuTTY material was given as a symmetric key.",
+        "key_whitespace": "A text key has whitespace or control characters at an end.",
+        "key_not_ascii": "A text key is not ASCII: typed text, not generated.",
+        "key_placeholder": "A text key contains a space or a placeholder word.",
+        "key_low_entropy": "A key carries too little estimated entropy or repeats a pattern.",
+        "key_file_insecure": "The key file may be written by other users.",
+        "key_cannot_sign": "The ring holds no private half of its signing key.",
+        "key_no_public_half": "Symmetric keys have no public half to export or verify with.",
+        "grace_invalid": "A rotation's grace period is not a non-negative timedelta.",
+        "naive_datetime": "A datetime without a time zone was given.",
+        "backend_import_failed": "An installed backend failed to import.",
+        "backend_api_version": "A backend implements another plugin API version.",
+        "duplicate_interrupt": "Two interrupt kinds are registered under one name.",
+        "interrupt_type_unsupported": (
+            "An interrupt's payload or response type cannot be read from JSON."
+        ),
+        "store_misconfigured": (
+            "The store refuses permanently (credentials, database, permissions)."
+        ),
+        "store_table_missing": "The store's table is missing at start-up.",
+        "store_schema_too_new": "The store's table was created by a newer version.",
+        "cli_usage": "A command-line argument is missing or out of range.",
+        "cli_rich_missing": "The command draws tables and rich (the cli extra) is not installed.",
+        "cli_output_exists": "keygen -o names a path that exists; it is never overwritten.",
+        "cli_output_unwritable": "keygen -o cannot create its file.",
+        "langgraph_no_checkpointer": "The LangGraph graph was compiled without a checkpointer.",
+        "langgraph_needs_graph": "The LangGraph checkpoint reader needs the compiled graph.",
+        "langgraph_interrupt_id_required": (
+            "LangGraph assigns interrupt ids; the pending one must be named."
+        ),
+        "langgraph_reader_mismatch": "The service reads another graph than the one being resumed.",
+        "langgraph_thread_required": "The LangGraph config has no configurable.thread_id.",
+        "langgraph_subgraph_config": (
+            "A subgraph's config was given where the root graph's is needed."
+        ),
+        "langgraph_resume_addressed": (
+            "The resume config names a checkpoint; the token gives the thread."
+        ),
+    }
     default_detail = "pausetoken is not configured correctly."
     http_status = 500
     title = "Configuration error"
@@ -106,6 +189,12 @@ class BackendNotInstalled(ConfigurationError):
     """A known backend was chosen but the distribution that provides it is not installed."""
 
     default_code = "backend_not_installed"
+    codes: ClassVar[Mapping[str, str]] = {
+        "backend_not_installed": (
+            "A known backend was chosen but its distribution is not installed."
+        ),
+        "demo_not_installed": "The demo's optional distributions are not installed.",
+    }
     default_detail = "The chosen backend is not installed."
     title = "Backend not installed"
 
@@ -114,6 +203,9 @@ class UnknownBackend(ConfigurationError):
     """No installed distribution provides the chosen backend."""
 
     default_code = "unknown_backend"
+    codes: ClassVar[Mapping[str, str]] = {
+        "unknown_backend": "No installed distribution provides the chosen backend.",
+    }
     default_detail = "No installed backend has that name."
     title = "Unknown backend"
 
@@ -122,6 +214,9 @@ class AmbiguousBackend(ConfigurationError):
     """Two installed distributions register the same backend name."""
 
     default_code = "ambiguous_backend"
+    codes: ClassVar[Mapping[str, str]] = {
+        "ambiguous_backend": "Two installed distributions register one backend name.",
+    }
     default_detail = "Two installed distributions register the same backend name."
     title = "Ambiguous backend"
 
@@ -134,6 +229,12 @@ class UnsupportedPayload(PauseTokenError, ValueError):
     """
 
     default_code = "unsupported_payload"
+    codes: ClassVar[Mapping[str, str]] = {
+        "unsupported_payload": "A payload cannot be represented exactly as JSON.",
+        "invalid_payload": "A payload does not fit its interrupt's registered type.",
+        "claims_not_json": "The claims to sign are not a JSON object.",
+        "token_too_large": "The token to mint would be longer than max_token_bytes.",
+    }
     default_detail = "The payload cannot be represented exactly as JSON."
     http_status = 400
     title = "Unsupported payload"
@@ -151,6 +252,39 @@ class InvalidToken(PauseTokenError):
     """
 
     default_code = "token_invalid"
+    codes: ClassVar[Mapping[str, str]] = {
+        "token_invalid": "The token is not valid (no more specific code).",
+        "token_too_large": "The token is longer than max_token_bytes.",
+        "token_malformed": (
+            "Not a string of compact segments of canonical base64url, or no signature."
+        ),
+        "token_header_invalid": (
+            "The header is oversized, not strict JSON, or its kid is malformed."
+        ),
+        "token_algorithm_not_allowed": (
+            "alg (or enc) is missing, not a string or not allowed, or wraps a key."
+        ),
+        "token_header_forbidden": (
+            "The header names a member outside the whitelist (crit, b64, jwk, x5c...)."
+        ),
+        "token_type_invalid": "typ is not pause+jwt.",
+        "token_key_unknown": "No key in the ring has the token's kid.",
+        "token_key_retired": "The token's key is past its retirement deadline.",
+        "token_signature_invalid": (
+            "The signature, or a sealed token's authentication tag, does not verify."
+        ),
+        "token_payload_invalid": (
+            "The verified payload is not strict JSON or is nested too deeply."
+        ),
+        "token_claims_invalid": "A claim is missing, unknown or of the wrong type or format.",
+        "token_lifetime_too_long": "exp - iat is longer than max_lifetime.",
+        "token_not_yet_valid": "iat or nbf is in the future beyond the leeway.",
+        "token_issuer_invalid": "iss is not the configured issuer.",
+        "token_audience_invalid": "aud is not the configured audience.",
+        "token_namespace_mismatch": (
+            "The token was minted for another runtime namespace (another graph)."
+        ),
+    }
     default_detail = "The token is not valid."
     http_status = 401
     title = "Invalid token"
@@ -160,6 +294,9 @@ class TokenExpired(PauseTokenError):
     """The token's ``exp`` is in the past (beyond the configured leeway)."""
 
     default_code = "token_expired"
+    codes: ClassVar[Mapping[str, str]] = {
+        "token_expired": "exp plus the leeway is in the past.",
+    }
     default_detail = (
         "The token has expired. Its lifetime is set when it is minted: the ttl given to "
         "mint(), by default the ttl setting (PAUSETOKEN_TTL)."
@@ -172,6 +309,10 @@ class TokenRevoked(PauseTokenError):
     """The token was revoked before it was redeemed."""
 
     default_code = "token_revoked"
+    codes: ClassVar[Mapping[str, str]] = {
+        "token_revoked": "The token's pause was revoked before it was redeemed.",
+        "pause_revoked": "At mint: the pause was revoked; no token is minted for it.",
+    }
     default_detail = "The token has been revoked."
     http_status = 410
     title = "Token revoked"
@@ -181,6 +322,9 @@ class ScopeMismatch(PauseTokenError):
     """The token belongs to another tenant scope than the caller's."""
 
     default_code = "scope_mismatch"
+    codes: ClassVar[Mapping[str, str]] = {
+        "scope_mismatch": "The token belongs to another tenant scope.",
+    }
     default_detail = "The token does not belong to this scope."
     http_status = 403
     title = "Scope mismatch"
@@ -190,6 +334,9 @@ class PrincipalMismatch(PauseTokenError):
     """The token is bound to another principal than the one answering."""
 
     default_code = "principal_mismatch"
+    codes: ClassVar[Mapping[str, str]] = {
+        "principal_mismatch": "The token is bound to another principal.",
+    }
     default_detail = "This principal may not answer this pause."
     http_status = 403
     title = "Principal mismatch"
@@ -199,6 +346,10 @@ class UnknownInterrupt(PauseTokenError):
     """No interrupt kind is registered under the token's (or the caller's) name."""
 
     default_code = "unknown_interrupt"
+    codes: ClassVar[Mapping[str, str]] = {
+        "unknown_interrupt": "No interrupt kind is registered under that name.",
+        "foreign_interrupt": "A pending LangGraph interrupt was not raised with ask().",
+    }
     default_detail = "No interrupt is registered under that name."
     http_status = 400
     title = "Unknown interrupt"
@@ -212,6 +363,9 @@ class InvalidResponse(PauseTokenError):
     """
 
     default_code = "invalid_response"
+    codes: ClassVar[Mapping[str, str]] = {
+        "invalid_response": "The answer does not fit the response type or its validator.",
+    }
     default_detail = "The response is not valid for this interrupt."
     http_status = 422
     title = "Invalid response"
@@ -235,6 +389,11 @@ class PayloadMismatch(PauseTokenError):
     """The payload stored at the checkpoint is not the one the token was minted for."""
 
     default_code = "payload_mismatch"
+    codes: ClassVar[Mapping[str, str]] = {
+        "payload_mismatch": (
+            "The payload at the checkpoint is not the one the token was minted for."
+        ),
+    }
     default_detail = "The pending payload does not match the token."
     http_status = 400
     title = "Payload mismatch"
@@ -244,6 +403,9 @@ class CheckpointNotFound(PauseTokenError):
     """The token's thread or checkpoint no longer exists."""
 
     default_code = "checkpoint_not_found"
+    codes: ClassVar[Mapping[str, str]] = {
+        "checkpoint_not_found": "The token's thread or checkpoint no longer exists.",
+    }
     default_detail = "The checkpoint this token refers to does not exist."
     http_status = 404
     title = "Checkpoint not found"
@@ -253,6 +415,9 @@ class CheckpointLost(PauseTokenError):
     """The checkpoint is gone because the checkpointer does not persist state."""
 
     default_code = "checkpoint_lost"
+    codes: ClassVar[Mapping[str, str]] = {
+        "checkpoint_lost": "The checkpointer does not persist state and lost the checkpoint.",
+    }
     default_detail = "The checkpoint was lost; the checkpointer does not persist state."
     http_status = 424
     title = "Checkpoint lost"
@@ -262,6 +427,9 @@ class StaleToken(PauseTokenError):
     """The run moved on: the checkpoint is not current or the interrupt was answered."""
 
     default_code = "stale_token"
+    codes: ClassVar[Mapping[str, str]] = {
+        "stale_token": "The run moved on since the token was minted.",
+    }
     default_detail = "The run has moved on since this token was issued."
     http_status = 409
     title = "Stale token"
@@ -271,6 +439,12 @@ class AlreadyRedeemed(PauseTokenError):
     """The token was already redeemed with another answer."""
 
     default_code = "already_redeemed"
+    codes: ClassVar[Mapping[str, str]] = {
+        "already_redeemed": "The pause was already answered with another answer (a replay).",
+        "pause_already_redeemed": (
+            "At mint: the pause was already answered; no token is minted for it."
+        ),
+    }
     default_detail = "The token has already been redeemed with another answer."
     http_status = 409
     title = "Already redeemed"
@@ -284,6 +458,9 @@ class RedemptionInProgress(PauseTokenError):
     """
 
     default_code = "redemption_in_progress"
+    codes: ClassVar[Mapping[str, str]] = {
+        "redemption_in_progress": "Another worker holds a live claim on the pause.",
+    }
     default_detail = "The token is being redeemed by another request; retry later."
     http_status = 409
     title = "Redemption in progress"
@@ -317,6 +494,10 @@ class LeaseLost(PauseTokenError):
     """
 
     default_code = "lease_lost"
+    codes: ClassVar[Mapping[str, str]] = {
+        "lease_lost": "The claim lapsed before commit and another redeemer took it over.",
+        "lease_revoked": "The claim lapsed before commit and the pause was then revoked.",
+    }
     default_detail = "The claim lapsed before commit and another redeemer took it over."
     http_status = 409
     title = "Lease lost"
@@ -333,6 +514,9 @@ class CommitUnconfirmed(PauseTokenError):
     """
 
     default_code = "commit_unconfirmed"
+    codes: ClassVar[Mapping[str, str]] = {
+        "commit_unconfirmed": "The body ran but the store could not confirm the commit.",
+    }
     default_detail = "The answer was acted on but its redemption could not be confirmed."
     http_status = 500
     title = "Commit unconfirmed"
@@ -342,6 +526,10 @@ class StoreUnavailable(PauseTokenError):
     """The consumption store cannot be reached; pausetoken fails closed."""
 
     default_code = "store_unavailable"
+    codes: ClassVar[Mapping[str, str]] = {
+        "store_unavailable": "The store cannot be reached; nothing is redeemed (fail closed).",
+        "store_table_missing": "The store's table was dropped while serving.",
+    }
     default_detail = "The token store is unavailable."
     http_status = 503
     title = "Store unavailable"
@@ -355,6 +543,9 @@ class InvalidMintRequest(PauseTokenError, ValueError):
     """
 
     default_code = "mint_request_invalid"
+    codes: ClassVar[Mapping[str, str]] = {
+        "mint_request_invalid": "mint() was asked for a token that could never be redeemed.",
+    }
     default_detail = "The mint request cannot produce a token that verifies."
     http_status = 400
     title = "Invalid mint request"
