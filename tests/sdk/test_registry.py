@@ -25,13 +25,9 @@ from pausetoken.exceptions import (
     ConfigurationError,
     UnknownBackend,
 )
-from pausetoken.testing import StoreConformance, race_processes
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
     from pathlib import Path
-
-    from pausetoken import TokenStore
 
 pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")
 
@@ -432,54 +428,3 @@ def test_register_store_refuses_invalid_names(name: str) -> None:
 def test_register_store_refuses_a_malformed_target() -> None:
     with pytest.raises(ConfigurationError, match="module:attribute"):
         register_store("scratch", "not a target")
-
-
-# -- race_processes ---------------------------------------------------------------------
-
-
-def test_race_processes_refuses_a_process_local_store() -> None:
-    with pytest.raises(ConfigurationError, match="shared between processes"):
-        race_processes("memory://", ["a" * 22])
-
-
-def test_race_processes_needs_two_processes() -> None:
-    with pytest.raises(ConfigurationError, match="at least 2"):
-        race_processes("memory://", ["a" * 22], processes=1)
-
-
-# -- the testing extra -----------------------------------------------------------------------
-
-
-def test_importing_the_kit_without_its_extra_names_the_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    for name in [m for m in sys.modules if m.startswith("pausetoken.testing")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "hypothesis", None)
-    with pytest.raises(ImportError, match=r'pip install "pausetoken\[testing\]"'):
-        importlib.import_module("pausetoken.testing")
-
-
-def test_race_processes_finds_exactly_one_winner_per_token_on_a_shared_store(
-    tmp_path: Path,
-) -> None:
-    jtis = [f"race{i:02d}" + "x" * 18 for i in range(5)]
-    counts = race_processes(
-        "sqlite_file_store:SQLiteFileStore",
-        jtis,
-        processes=2,
-        options={"path": str(tmp_path / "race.db")},
-    )
-    assert counts == dict.fromkeys(jtis, 1)
-
-
-class TestSQLiteFileStoreConformance(StoreConformance):
-    """The kit against a second, independent store (a SQLite file)."""
-
-    concurrency = 10
-
-    @pytest.fixture
-    async def store(self, tmp_path: Path) -> AsyncIterator[TokenStore]:
-        store = open_store("sqlite_file_store:SQLiteFileStore", path=str(tmp_path / "tokens.db"))
-        yield store
-        await store.aclose()

@@ -7,11 +7,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from broken_stores import ReadThenWriteClaim
 
 from pausetoken import ClaimOutcome, ClaimResult, MemoryStore, MemoryStoreWarning
 from pausetoken._cli import main
 from pausetoken._registry import register_store
-from pausetoken._store_check import check_store
+from pausetoken._store_check import StepResult, check_store
+from pausetoken.exceptions import StoreUnavailable
 
 
 @pytest.fixture(autouse=True)
@@ -36,7 +38,7 @@ class DoubleWinner(MemoryStore):
 async def test_every_step_passes_on_a_correct_store() -> None:
     results = await check_store(MemoryStore(), concurrency=10)
     assert [r.name for r in results] == [
-        "schema",
+        "check",
         "claim, commit and replays",
         "release",
         "revoke",
@@ -51,6 +53,39 @@ async def test_a_store_that_lets_two_claims_win_fails_the_check() -> None:
     assert not results["claim, commit and replays"].passed
     assert not results["concurrent claims"].passed
     assert results["concurrent claims"].detail == "10 of 10 concurrent claims won"
+
+
+async def test_concurrent_claims_go_through_fresh_stores_when_it_can_open_them() -> None:
+    main = MemoryStore()
+    opened: list[MemoryStore] = []
+
+    def opener() -> MemoryStore:
+        # A fresh instance on the same rows, as open_store(url) gives for a database.
+        store = MemoryStore()
+        store._rows, store._lock = main._rows, main._lock
+        opened.append(store)
+        return store
+
+    results = {r.name: r for r in await check_store(main, concurrency=6, opener=opener)}
+    assert results["concurrent claims"].passed, results
+    assert len(opened) == 6
+    assert all(repr(store) == "MemoryStore(closed)" for store in opened)
+
+
+async def test_a_read_then_write_claim_fails_the_concurrent_step() -> None:
+    results = {r.name: r for r in await check_store(ReadThenWriteClaim(), concurrency=5)}
+    assert not results["concurrent claims"].passed
+    assert results["concurrent claims"].detail == "5 of 5 concurrent claims won"
+
+
+async def test_a_store_that_fails_its_start_up_check_is_reported() -> None:
+    class Unreachable(MemoryStore):
+        async def check(self) -> None:
+            msg = "no route to the database"
+            raise StoreUnavailable(msg)
+
+    results = {r.name: r for r in await check_store(Unreachable(), concurrency=2)}
+    assert results["check"] == StepResult("check", passed=False, detail="store_unavailable")
 
 
 async def test_the_checks_rows_outlive_the_purge_step() -> None:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import attrs
-from hypothesis import event
+from hypothesis import currently_in_test_context, event
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -85,7 +85,15 @@ _WHO = st.sampled_from(("holder", "holder", "old", "stranger"))
 CALL_TIMEOUT = 60.0
 #: Transitions every run must see; otherwise it has not exercised the store.
 REQUIRED_VISITS: Final = frozenset(
-    {"claimed", "takeover", "redeemed", "released", "revoked", "batch won"}
+    {
+        "claimed",
+        "takeover",
+        "batch won",
+        "redeemed",
+        "released",
+        "revoked",
+        "revoked a lapsed claim",
+    }
 )
 
 
@@ -200,8 +208,13 @@ class TokenStoreMachine(RuleBasedStateMachine):
         result: T = type(self).run(coro)
         return result
 
+    @staticmethod
+    def _state(row: TokenRecord | None) -> str:
+        return "absent" if row is None else row.state.value
+
     def _visit(self, what: str) -> None:
-        event(what)
+        if currently_in_test_context():  # not during the fixed tour
+            event(what)
         type(self).visits[what] += 1
 
     def _raise_expiry(self, key: str, expires_at: datetime) -> None:
@@ -225,6 +238,13 @@ class TokenStoreMachine(RuleBasedStateMachine):
             lease_until=self.now + lease,
             now=self.now,
         )
+
+    def _pick(self, slot: int) -> str:
+        # Claimed pauses first, then redeemed ones: hypothesis favours small numbers, so a
+        # renew, commit or release usually meets a row it can change (or must refuse to).
+        rank = {TokenState.CLAIMED: 0, TokenState.REDEEMED: 1, TokenState.REVOKED: 2}
+        order = sorted(self.keys, key=lambda k: rank[self.model[k].state] if k in self.model else 3)
+        return order[slot]
 
     def _lease(self, key: str, who: str, index: int) -> str:
         issued = self.issued[key]
@@ -254,6 +274,48 @@ class TokenStoreMachine(RuleBasedStateMachine):
     )
     def claim(self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta) -> None:
         """Claim a pause with a new lease; the outcome must be the model's."""
+        self._claim(slot, answer, scope, lease, shift)
+
+    @precondition(lambda self: self._held())
+    @rule(
+        pick=st.integers(0, _SLOTS - 1),
+        answer=st.integers(0, 1),
+        scope=st.integers(0, 1),
+        lease=_STEPS,
+        shift=_SHIFTS,
+    )
+    def take_over(
+        self, pick: int, answer: int, scope: int, lease: timedelta, shift: timedelta
+    ) -> None:
+        """Let a claim's lease end (exactly now), then claim it: the new lease takes over."""
+        key = self._held()[pick % len(self._held())]
+        until = self.model[key].lease_until
+        assert until is not None
+        self.now = max(self.now, until)
+        self._claim(self.keys.index(key), answer, scope, lease, shift)
+
+    @precondition(lambda self: self._held())
+    @rule(pick=st.integers(0, _SLOTS - 1), shift=_SHIFTS)
+    def commit_as_holder(self, pick: int, shift: timedelta) -> None:
+        """The holder commits (the path a successful redemption takes)."""
+        key = self._held()[pick % len(self._held())]
+        self._commit(key, "holder", 0, shift)
+
+    @precondition(lambda self: self._held())
+    @rule(pick=st.integers(0, _SLOTS - 1))
+    def release_as_holder(self, pick: int) -> None:
+        """The holder releases (the path a failed redemption takes)."""
+        key = self._held()[pick % len(self._held())]
+        self._release(key, "holder", 0)
+
+    def _held(self) -> list[str]:
+        return [
+            k for k in self.keys if k in self.model and self.model[k].state is TokenState.CLAIMED
+        ]
+
+    def _claim(
+        self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
+    ) -> None:
         request = self._request(slot, answer, scope, lease, shift)
         key = request.pause_key
         result = self._call(self.store.claim(request))
@@ -310,12 +372,14 @@ class TokenStoreMachine(RuleBasedStateMachine):
     @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8), lease=_STEPS)
     def renew(self, slot: int, who: str, index: int, lease: timedelta) -> None:
         """Renew with some lease: only the holder's succeeds, and never lowers the lease."""
-        key = self.keys[slot]
+        key = self._pick(slot)
         lease_id, row = self._lease(key, who, index), self.model.get(key)
         until = self.now + lease
         holds = row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
         assert self._call(self.store.renew(key, lease_id, until)) is holds, (who, row)
-        if holds:
+        if not holds:
+            self._visit(f"renew refused ({self._state(row)})")
+        else:
             assert row is not None
             assert row.lease_until is not None
             self.model[key] = attrs.evolve(row, lease_until=max(row.lease_until, until))
@@ -324,13 +388,17 @@ class TokenStoreMachine(RuleBasedStateMachine):
     @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8), shift=_SHIFTS)
     def commit(self, slot: int, who: str, index: int, shift: timedelta) -> None:
         """Commit with some lease: the holder's redeems, the committer's is confirmed again."""
-        key = self.keys[slot]
+        self._commit(self._pick(slot), who, index, shift)
+
+    def _commit(self, key: str, who: str, index: int, shift: timedelta) -> None:
         lease_id, row = self._lease(key, who, index), self.model.get(key)
-        expires = self.expires[slot] + shift
+        expires = self.expires[self.keys.index(key)] + shift
         ours = row is not None and row.lease_id == lease_id
         expected = ours and row is not None and row.state is not TokenState.REVOKED
         assert self._call(self.store.commit(key, lease_id, expires)) is expected, (who, row)
-        if expected:
+        if not expected:
+            self._visit(f"commit refused ({self._state(row)})")
+        else:
             assert row is not None
             self._visit("redeemed" if row.state is TokenState.CLAIMED else "commit confirmed")
             self.model[key] = attrs.evolve(
@@ -340,19 +408,35 @@ class TokenStoreMachine(RuleBasedStateMachine):
     @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8))
     def release(self, slot: int, who: str, index: int) -> None:
         """Release with some lease: only the holder's succeeds and forgets the claim."""
-        key = self.keys[slot]
+        self._release(self._pick(slot), who, index)
+
+    def _release(self, key: str, who: str, index: int) -> None:
         lease_id, row = self._lease(key, who, index), self.model.get(key)
         holds = row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
         assert self._call(self.store.release(key, lease_id)) is holds, (who, row)
-        if holds:
+        if not holds:
+            self._visit(f"release refused ({self._state(row)})")
+        else:
             del self.model[key]
             self._visit("released")
 
     @rule(slot=st.integers(0, _SLOTS - 1), scope=st.integers(0, 1), shift=_SHIFTS)
     def revoke(self, slot: int, scope: int, shift: timedelta) -> None:
         """Revoke: absent pauses and lapsed claims become revoked, the rest stay as they are."""
-        key = self.keys[slot]
-        expires = self.expires[slot] + shift
+        self._revoke(self._pick(slot), scope, shift)
+
+    @precondition(lambda self: self._held())
+    @rule(pick=st.integers(0, _SLOTS - 1), scope=st.integers(0, 1), shift=_SHIFTS)
+    def revoke_after_lease_ends(self, pick: int, scope: int, shift: timedelta) -> None:
+        """Let a claim's lease end (exactly now), then revoke it: it becomes revoked."""
+        key = self._held()[pick % len(self._held())]
+        until = self.model[key].lease_until
+        assert until is not None
+        self.now = max(self.now, until)
+        self._revoke(key, scope, shift)
+
+    def _revoke(self, key: str, scope: int, shift: timedelta) -> None:
+        expires = self.expires[self.keys.index(key)] + shift
         record = self._call(
             self.store.revoke(key, _SCOPES[scope], _NAMES[scope], expires, self.now)
         )
@@ -439,6 +523,7 @@ async def check_store_state_machine(
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=CALL_TIMEOUT)
 
     machine = TokenStoreMachine.bind(store, run, supports_purge=supports_purge, racers=racers)
+    await asyncio.to_thread(_tour, machine)
     await asyncio.to_thread(run_state_machine_as_test, machine, settings=settings)
     missing = sorted(required_visits - {what for what, n in machine.visits.items() if n})
     assert not missing, (
@@ -446,3 +531,44 @@ async def check_store_state_machine(
         "steps: raise stateful_step_count or the hypothesis profile's max_examples"
     )
     return machine.visits
+
+
+def _tour(machine: type[TokenStoreMachine]) -> None:
+    """One fixed walk through every transition, checked against the model like any other.
+
+    Hypothesis then explores at random; the tour makes sure that a short run (a few steps
+    per example against a slow database) still commits, releases, revokes and takes over.
+    """
+    walk = machine()
+    try:
+        walk.start([90, 95, 100, 105])
+        # The first pause: claimed, refused to a stranger, committed, confirmed; then
+        # neither released nor revoked. (A renew, commit, release or revoke picks the
+        # claimed pauses first, then the redeemed ones.)
+        walk.claim(0, 0, 0, timedelta(seconds=5), timedelta(0))
+        walk.commit(0, "stranger", 1, timedelta(0))
+        walk.commit_as_holder(0, timedelta(seconds=30))
+        walk.commit(0, "holder", 0, timedelta(0))
+        walk.release(0, "holder", 0)
+        walk.revoke(0, 1, timedelta(0))
+        walk.status_matches_the_model()
+        # The second: claimed, renewed (never lowered), kept by a revoke while live, taken
+        # over with another answer, scope and name, released.
+        walk.claim(1, 1, 1, timedelta(seconds=5), timedelta(0))
+        walk.claim(1, 0, 0, timedelta(seconds=5), timedelta(seconds=-30))  # expiry stays
+        walk.renew(0, "holder", 0, timedelta(seconds=1))
+        walk.status_matches_the_model()
+        walk.renew(0, "holder", 0, timedelta(seconds=30, microseconds=1))
+        walk.renew(0, "stranger", 1, timedelta(seconds=60))
+        walk.revoke(0, 0, timedelta(0))
+        walk.take_over(0, 0, 0, timedelta(seconds=5), timedelta(0))
+        walk.status_matches_the_model()
+        walk.release_as_holder(0)
+        # Then a batch of concurrent claims, a revoke when the winner's lease ends, and a
+        # revoke of a pause nobody claimed.
+        walk.claim_batch(1, [0, 1, 0], timedelta(seconds=1), timedelta(microseconds=1))
+        walk.revoke_after_lease_ends(0, 1, timedelta(microseconds=-1))
+        walk.revoke(3, 0, timedelta(0))
+        walk.status_matches_the_model()
+    finally:
+        walk.teardown()

@@ -730,8 +730,9 @@ class StoreConformance:
         assert all(r == busy for r in results if r.outcome is not ClaimOutcome.CLAIMED), results
         await self.assert_status(store, claimed_record(winner))
 
+    @pytest.mark.parametrize("commit_at", ["start", "middle"])
     async def test_concurrent_takeovers_of_an_ended_lease_have_exactly_one_winner(
-        self, store: TokenStore, store_factory: StoreFactory | None
+        self, store: TokenStore, store_factory: StoreFactory | None, commit_at: str
     ) -> None:
         now, key = _now(), new_jti()
         dead = self.request(key, now=now, lease_id="lease-dead")
@@ -745,8 +746,11 @@ class StoreConformance:
             calls: list[Callable[[], Awaitable[object]]] = [
                 _claim(racer, r) for racer, r in zip(racers, requests, strict=False)
             ]
-            calls.append(lambda: racers[-1].commit(key, "lease-dead", dead.expires_at))
-            *results, committed = await race_tasks(calls)
+            # The last task at the barrier goes first; the rest follow in order.
+            at = len(calls) if commit_at == "start" else len(calls) // 2
+            calls.insert(at, lambda: racers[-1].commit(key, "lease-dead", dead.expires_at))
+            results = await race_tasks(calls)
+        committed = results.pop(at)
         outcomes = [r.outcome for r in results if isinstance(r, ClaimResult)]
         if committed:
             # The old holder committed first: every claim sees a redemption with its answer.
