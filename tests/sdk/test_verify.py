@@ -400,3 +400,51 @@ def test_decode_unverified_cannot_read_sealed_claims() -> None:
 def test_decode_unverified_still_parses_strictly(token: str) -> None:
     with pytest.raises(InvalidToken):
         decode_unverified(token)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def test_decode_unverified_refuses_an_oversized_header_without_parsing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[int] = []
+    decode = json.JSONDecoder.decode
+
+    def spy(self: json.JSONDecoder, text: str, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(len(text))
+        return decode(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONDecoder, "decode", spy)
+    header = b'{"alg":"HS256","x":' + b"[" * 1400 + b"]" * 1400 + b"}"
+    with pytest.raises(InvalidToken) as exc_info:
+        decode_unverified(_b64(header) + ".e30.AAAA")
+    assert exc_info.value.code == "token_header_invalid"
+    assert parsed == []
+
+
+def test_decode_unverified_shows_an_unsecured_token_for_what_it_is() -> None:
+    header = {"alg": "none", "typ": "pause+jwt", "kid": "k1", "crit": ["exp"]}
+    body = claims()
+    token = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(body).encode())}."
+    assert decode_unverified(token) == (header, body)
+
+
+@pytest.mark.parametrize(
+    ("header", "code"),
+    [
+        ({"alg": "none", "typ": "pause+jwt", "kid": "k1"}, "token_algorithm_not_allowed"),
+        ({"typ": "pause+jwt", "kid": "k1"}, "token_algorithm_not_allowed"),
+        ({"alg": ["HS256"], "typ": "pause+jwt", "kid": "k1"}, "token_algorithm_not_allowed"),
+        ({"alg": "HS256", "typ": "pause+jwt", "kid": "k1", "b64": False}, "token_header_forbidden"),
+    ],
+    ids=["alg-none-unsigned", "no-alg", "alg-array", "b64-false"],
+)
+def test_attack_signals_keep_their_codes_through_verify_token(
+    header: dict[str, Any], code: str
+) -> None:
+    token = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims()).encode())}."
+    with pytest.raises(InvalidToken) as exc_info:
+        verify_token(token, signer=SIGNER, policy=POLICY, now=NOW)
+    assert exc_info.value.code == code

@@ -2,10 +2,14 @@
 
 joserfc provides the cryptography (its JWS algorithm objects and its AES-GCM content
 encryption); everything around it is done here, in the order DESIGN.md gives, cheapest and
-unauthenticated checks first: size, shape, header JSON, ``alg`` allow-list, header
-whitelist, ``typ``, ``kid`` (syntax, lookup, retirement, algorithm), signature or
+unauthenticated checks first: size, header length, shape, header JSON, ``alg`` allow-list,
+header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement, algorithm), signature or
 decryption, payload JSON. joserfc's own ``jwt.decode`` accepts duplicate members, any
 ``kid`` with a single key, extra headers and a missing ``typ``; none of that passes here.
+
+Header members are checked by name before their values are looked at, so a token that
+names ``alg: none``, no ``alg``, a wrapped key or a ``crit``/``jwk``/``x5c`` member gets the
+code of that attack whatever the member's JSON type, and no key is consulted for it.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_TOKEN_BYTES",
+    "MAX_HEADER_CHARS",
     "JoseSigner",
     "SealedSigner",
     "b64decode_segment",
@@ -46,14 +51,36 @@ __all__ = [
 DEFAULT_MAX_TOKEN_BYTES: Final = 4096
 #: Deepest JSON nesting accepted in a token payload.
 MAX_PAYLOAD_DEPTH: Final = 16
+#: Longest protected header segment, checked before it is decoded. The longest header a ring
+#: produces (a sealed token's, with a 64-character kid) is 160 characters.
+MAX_HEADER_CHARS: Final = 256
+#: Longest number accepted in a header (ours carry none).
+MAX_HEADER_NUMBER_CHARS: Final = 20
+# How much of an oversized header is decoded to look for a forbidden member's name: a fixed
+# amount, so refusing a header costs the same whatever its length.
+_HEADER_SCAN_CHARS: Final = 512
 _MIN_TOKEN_BYTES: Final = 256
 _MAX_TOKEN_BYTES: Final = 65536
 _HEADER_CACHE_SIZE: Final = 64
 
 _SEG = r"[A-Za-z0-9_-]+"
-_JWS_SHAPE: Final = re.compile(rf"{_SEG}\.{_SEG}\.{_SEG}")
-# dir: the encrypted-key segment is empty.
-_JWE_SHAPE: Final = re.compile(rf"{_SEG}\.\.{_SEG}\.{_SEG}\.{_SEG}")
+_OPT = r"[A-Za-z0-9_-]*"
+# The signature may be empty and the encrypted key may be present here: both are refused
+# after the header, so that an unsecured ('none') or key-wrapping token is reported as the
+# algorithm it names.
+_JWS_SHAPE: Final = re.compile(rf"{_SEG}\.{_SEG}\.{_OPT}")
+_JWE_SHAPE: Final = re.compile(rf"{_SEG}\.{_OPT}\.{_SEG}\.{_SEG}\.{_SEG}")
+_BASE64URL: Final = re.compile(_OPT)
+# Members that carry a key, a certificate or processing rules (RFC 7515 §4.1, RFC 7797).
+_FORBIDDEN_NAME: Final = re.compile(rb'"(crit|b64|zip|jku|jwk|x5u|x5c)"[ \t\r\n]*:')
+# Registered header names (RFC 7515, 7516, 7518, 7797, 8555, 9449) may be named in errors;
+# any other name came from whoever made the token and is counted, not echoed.
+_REGISTERED_NAMES: Final = frozenset(
+    {
+        "crit", "b64", "zip", "jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256", "cty", "enc",
+        "epk", "apu", "apv", "iv", "tag", "p2s", "p2c", "url", "nonce", "ppt", "svt",
+    }
+)  # fmt: skip
 _URLSAFE_TO_STANDARD: Final = bytes.maketrans(b"-_", b"+/")
 _B64_VALUES: Final = {
     c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -66,6 +93,7 @@ _JWS_ALGORITHMS: Final[dict[str, JWSAlgModel]] = {
 }
 _JWS_HEADER_MEMBERS: Final = frozenset({"alg", "typ", "kid"})
 _JWE_HEADER_MEMBERS: Final = frozenset({"alg", "enc", "typ", "kid"})
+_SEALED_ALGORITHMS: Final = frozenset({"dir"})
 _A256GCM: Final = GCMEncModel(256)
 _GCM_IV_BYTES: Final = 12
 _GCM_TAG_BYTES: Final = 16
@@ -82,11 +110,13 @@ def _fail(code: str, msg: str) -> NoReturn:
 
 
 def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> list[str]:
-    """Check size and shape and split a compact token into its segments.
+    """Check size, header length and shape and split a compact token into its segments.
 
     Every segment must be canonical base64url: the URL-safe alphabet only, no padding, no
     whitespace, and no unused trailing bits, so decoding and re-encoding gives the same text
-    and a token string cannot be altered while it still verifies.
+    and a token string cannot be altered while it still verifies. A signed token's
+    signature and a sealed token's encrypted key may be empty here; the signers refuse
+    both after checking the header.
 
     Args:
         token: The token as received.
@@ -97,12 +127,18 @@ def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> li
         The segments (strings).
 
     Raises:
-        InvalidToken: ``token_too_large`` or ``token_malformed``.
+        InvalidToken: ``token_too_large``, ``token_malformed``, or for a header segment
+            longer than :data:`MAX_HEADER_CHARS` ``token_header_forbidden`` (it names a
+            forbidden member) or ``token_header_invalid``.
     """
     if not isinstance(token, str):
         _fail("token_malformed", "a token must be a string")
     if len(token) > max_token_bytes:
         _fail("token_too_large", f"the token is longer than {max_token_bytes} bytes")
+    # Before the shape check, whose cost grows with the token: an oversized header is
+    # refused at a fixed cost.
+    if len(token) > MAX_HEADER_CHARS and token.find(".", 0, MAX_HEADER_CHARS + 1) == -1:
+        _refuse_oversized_header(token)
     shape = _JWS_SHAPE if segments == 3 else _JWE_SHAPE  # noqa: PLR2004 - JWS has 3 segments
     if shape.fullmatch(token) is None:
         _fail(
@@ -113,6 +149,20 @@ def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> li
     for part in parts:
         _check_canonical(part)
     return parts
+
+
+def _refuse_oversized_header(token: str) -> NoReturn:
+    if "." not in token:
+        _fail("token_malformed", "a token is segments of base64url without padding, joined by '.'")
+    head = token[:_HEADER_SCAN_CHARS].split(".", 1)[0]
+    head = head[: len(head) - len(head) % 4]
+    if _BASE64URL.fullmatch(head) is None:
+        _fail("token_malformed", "the token is not canonical base64url")
+    found = _FORBIDDEN_NAME.search(b64decode_segment(head))
+    if found is not None:
+        name = found[1].decode("ascii")
+        _fail("token_header_forbidden", f"the token header has a forbidden member: '{name}'")
+    _fail("token_header_invalid", f"the token header is longer than {MAX_HEADER_CHARS} characters")
 
 
 def _check_canonical(segment: str) -> None:
@@ -157,13 +207,34 @@ def _no_constants(_name: str) -> NoReturn:
     raise ValueError
 
 
+def _short_int(text: str) -> int:
+    if len(text) > MAX_HEADER_NUMBER_CHARS:
+        raise ValueError
+    return int(text)
+
+
+def _short_float(text: str) -> float:
+    if len(text) > MAX_HEADER_NUMBER_CHARS:
+        raise ValueError
+    return float(text)
+
+
 # Built once: json.loads with hooks would build a new decoder on every call.
 _DECODER: Final = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+# Headers are parsed before anything is authenticated: numbers are bounded too.
+_HEADER_DECODER: Final = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates,
+    parse_constant=_no_constants,
+    parse_int=_short_int,
+    parse_float=_short_float,
+)
 
 
-def _parse_json_text(text: str, code: str, what: str) -> dict[str, Any]:
+def _parse_json_text(
+    text: str, code: str, what: str, decoder: json.JSONDecoder = _DECODER
+) -> dict[str, Any]:
     try:
-        value = _DECODER.decode(text)
+        value = decoder.decode(text)
     except _DuplicateMember as exc:
         msg = f"the token {what} has duplicate members"
         raise InvalidToken(msg, code=code) from exc
@@ -195,17 +266,22 @@ def _too_deep(value: Any, budget: int) -> bool:
 
 
 def parse_header(segment: str) -> dict[str, Any]:
-    """Decode a protected header: a UTF-8 JSON object, no duplicates, string values only.
+    """Decode a protected header: a UTF-8 JSON object without duplicate members or long numbers.
+
+    The segment is at most :data:`MAX_HEADER_CHARS` long (checked before decoding) and its
+    numbers at most :data:`MAX_HEADER_NUMBER_CHARS` characters, so parsing an
+    unauthenticated header has a small, fixed bound. The members' values are not checked
+    here: the signers check each member by name.
 
     Raises:
-        InvalidToken: ``token_header_invalid``.
+        InvalidToken: ``token_header_invalid``, ``token_header_forbidden`` (an oversized
+            header naming a forbidden member) or ``token_malformed``.
     """
+    if len(segment) > MAX_HEADER_CHARS:
+        _refuse_oversized_header(segment + ".")
     code = "token_header_invalid"
-    header = _parse_json_text(_utf8(b64decode_segment(segment), code, "header"), code, "header")
-    for value in header.values():
-        if type(value) is not str:
-            _fail("token_header_invalid", "every token header value must be a string")
-    return header
+    text = _utf8(b64decode_segment(segment), code, "header")
+    return _parse_json_text(text, code, "header", _HEADER_DECODER)
 
 
 def parse_payload(raw: bytes) -> dict[str, Any]:
@@ -226,23 +302,37 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
 
 
 def _check_header(
-    header: dict[str, Any], *, allowed: frozenset[str], members: frozenset[str]
+    header: dict[str, Any],
+    *,
+    allowed: frozenset[str],
+    members: frozenset[str],
+    enc: str | None = None,
 ) -> tuple[str, str]:
+    """Check a parsed header member by member, by name first: ``(alg, kid)`` if it passes."""
     alg = header.get("alg")
-    if alg is None:
-        _fail("token_header_invalid", "the token header has no 'alg'")
-    if alg not in allowed:
-        _fail("token_algorithm_not_allowed", "the token's algorithm is not allowed")
+    if type(alg) is not str or alg not in allowed:
+        why = "has no 'alg'" if alg is None else "names an algorithm that is not allowed"
+        _fail("token_algorithm_not_allowed", f"the token {why}")
+    if enc is not None and header.get("enc") != enc:
+        _fail("token_algorithm_not_allowed", "the token's content encryption is not allowed")
     extra = header.keys() - members
     if extra:
-        names = ", ".join(sorted(repr(name[:32]) for name in extra)[:5])
-        _fail("token_header_forbidden", f"the token header has forbidden members: {names}")
+        _fail("token_header_forbidden", f"the token header has forbidden members: {_names(extra)}")
     if header.get("typ") != TOKEN_TYPE:
         _fail("token_type_invalid", f"the token 'typ' must be {TOKEN_TYPE!r}")
     kid = header.get("kid")
-    if kid is None or not KID_PATTERN.match(kid):
+    if type(kid) is not str or not KID_PATTERN.match(kid):
         _fail("token_header_invalid", "the token 'kid' is missing or malformed")
     return alg, kid
+
+
+def _names(extra: Collection[str]) -> str:
+    known = sorted(name for name in extra if name in _REGISTERED_NAMES)
+    others = len(extra) - len(known)
+    shown = [repr(name) for name in known[:5]]
+    if others:
+        shown.append(f"{others} other{'s' if others > 1 else ''}")
+    return ", ".join(shown)
 
 
 def _check_size_option(max_token_bytes: object) -> int:
@@ -396,9 +486,11 @@ class JoseSigner:
 
         Raises:
             InvalidToken: ``token_too_large``, ``token_malformed``, ``token_header_invalid``,
-                ``token_algorithm_not_allowed``, ``token_header_forbidden``,
-                ``token_type_invalid``, ``token_key_unknown``, ``token_key_retired``,
-                ``token_signature_invalid`` or ``token_payload_invalid``.
+                ``token_algorithm_not_allowed`` (also for a missing or non-string ``alg`` and
+                for ``none``, signed or not), ``token_header_forbidden`` (whatever the
+                member's value), ``token_type_invalid``, ``token_key_unknown``,
+                ``token_key_retired``, ``token_signature_invalid`` or
+                ``token_payload_invalid``.
         """
         header_segment, payload_segment, signature_segment = split_token(
             token, max_token_bytes=self._max_token_bytes
@@ -408,6 +500,8 @@ class JoseSigner:
             header = parse_header(header_segment)
             checked = _check_header(header, allowed=self._allowed, members=_JWS_HEADER_MEMBERS)
             self._header_cache.put(header_segment, checked)
+        if not signature_segment:
+            _fail("token_malformed", "the token has no signature")
         alg_name, kid = checked
         key, key_alg = self._keys.key_for(kid, now=now)
         if key_alg != alg_name:
@@ -515,20 +609,24 @@ class SealedSigner:
 
         Raises:
             InvalidToken: the codes of :meth:`JoseSigner.verify`; a failed decryption is
-                ``token_signature_invalid`` (the authentication tag did not match).
+                ``token_signature_invalid`` (the authentication tag did not match); a
+                key-wrapping algorithm (``A256KW``, ``PBES2-*``, ``RSA-OAEP``, ``ECDH-ES*``)
+                is ``token_algorithm_not_allowed``, whatever its encrypted key segment.
         """
-        header_segment, _key_segment, iv_segment, ct_segment, tag_segment = split_token(
+        header_segment, key_segment, iv_segment, ct_segment, tag_segment = split_token(
             token, max_token_bytes=self._max_token_bytes, segments=5
         )
         checked = self._header_cache.get(header_segment)
         if checked is None:
-            header = parse_header(header_segment)
-            checked = _check_header(header, allowed=frozenset({"dir"}), members=_JWE_HEADER_MEMBERS)
-            if header.get("enc") != "A256GCM":
-                _fail(
-                    "token_algorithm_not_allowed", "the token's content encryption is not allowed"
-                )
+            checked = _check_header(
+                parse_header(header_segment),
+                allowed=_SEALED_ALGORITHMS,
+                members=_JWE_HEADER_MEMBERS,
+                enc="A256GCM",
+            )
             self._header_cache.put(header_segment, checked)
+        if key_segment:
+            _fail("token_malformed", "a sealed token ('dir') carries no encrypted key")
         key, _alg = self._keys.key_for(checked[1], now=now)
         iv, tag = b64decode_segment(iv_segment), b64decode_segment(tag_segment)
         if len(iv) != _GCM_IV_BYTES or len(tag) != _GCM_TAG_BYTES:

@@ -247,8 +247,11 @@ def decode_unverified(
     """Decode a token's header and claims WITHOUT checking its signature or its claims.
 
     For display only (``pausetoken inspect``): nothing returned here may be trusted. The
-    parsing is as strict as verification (size, canonical base64url, UTF-8 JSON objects
-    without duplicate members or NaN, bounded nesting), but no key is consulted.
+    parsing is as strict as verification (size, header length, canonical base64url, UTF-8
+    JSON objects without duplicate members or NaN, bounded numbers and nesting), but no key
+    is consulted and the header's members are not judged: an unsecured token (``alg:
+    none``, empty signature) or one with a ``crit`` member is shown as it is, and
+    :func:`verify_token` refuses it.
 
     Args:
         token: A signed (three segments) or sealed (five segments) compact token.
@@ -259,8 +262,9 @@ def decode_unverified(
         be read without its key.
 
     Raises:
-        InvalidToken: ``token_too_large``, ``token_malformed``, ``token_header_invalid`` or
-            ``token_payload_invalid``.
+        InvalidToken: ``token_too_large``, ``token_malformed``, ``token_header_invalid``,
+            ``token_header_forbidden`` (a header over the length limit that names a
+            forbidden member) or ``token_payload_invalid``.
     """
     if isinstance(token, str) and token.count(".") == _JWE_SEGMENTS - 1:
         parts = split_token(token, max_token_bytes=max_token_bytes, segments=_JWE_SEGMENTS)
