@@ -405,7 +405,9 @@ async def _store_check(args: argparse.Namespace) -> int:
         raise ConfigurationError(msg, code="cli_usage")
     store = open_store(args.url)
     try:
-        results = await check_store(store, concurrency=args.concurrency)
+        results = await check_store(
+            store, concurrency=args.concurrency, opener=lambda: open_store(args.url)
+        )
     finally:
         await store.aclose()
     table = Table(title=f"pausetoken store check {redact_url(args.url)}")
