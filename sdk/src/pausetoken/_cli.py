@@ -405,9 +405,11 @@ async def _store_check(args: argparse.Namespace) -> int:
         raise ConfigurationError(msg, code="cli_usage")
     store = open_store(args.url)
     try:
-        results = await check_store(
-            store, concurrency=args.concurrency, opener=lambda: open_store(args.url)
-        )
+        # Racers on fresh stores (fresh connections), unless the store is process-local:
+        # then each fresh one would hold its own rows.
+        shared = not getattr(store, "process_local", False)
+        opener = (lambda: open_store(args.url)) if shared else None
+        results = await check_store(store, concurrency=args.concurrency, opener=opener)
     finally:
         await store.aclose()
     table = Table(title=f"pausetoken store check {redact_url(args.url)}")
