@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import random
 import secrets
+import string
+import sys
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pausetoken import JoseSigner, KeyRing, SealedSigner
+from pausetoken import JoseSigner, KeyRing, SealedSigner, _keys
 from pausetoken._keys import KID_PATTERN, check_secret
 from pausetoken.exceptions import ConfigurationError, InvalidToken
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SIGNING_ALGS = ("HS256", "EdDSA", "ES256")
@@ -90,13 +99,159 @@ def test_from_secret_accepts_generated_secrets(secret: bytes | str) -> None:
     assert signer.verify(signer.sign({"a": "b"}), now=0.0) == {"a": "b"}
 
 
+def _keygen_style(seed: int, size: int, form: str) -> bytes:
+    """Random key material as generators produce it: raw bytes, base64url, base64 or hex."""
+    raw = random.Random(seed).randbytes(size)  # noqa: S311 - stands in for secrets, seeded
+    if form == "base64url":
+        return base64.urlsafe_b64encode(raw).rstrip(b"=")
+    if form == "base64":
+        return base64.b64encode(raw)
+    if form == "hex":
+        return raw.hex().encode()
+    return raw
+
+
 @given(
-    st.lists(st.integers(1, 255), unique=True, min_size=31, max_size=95).map(
-        lambda xs: bytes([0, *xs])
-    )
+    seed=st.integers(0, 2**64),
+    size=st.integers(32, 96),
+    form=st.sampled_from(["raw", "base64url", "base64", "hex"]),
 )
-def test_binary_keys_of_distinct_bytes_are_accepted(secret: bytes) -> None:
-    check_secret(secret)
+def test_keygen_style_keys_are_accepted(seed: int, size: int, form: str) -> None:
+    check_secret(_keygen_style(seed, size, form))
+
+
+@given(seed=st.integers(0, 2**64), form=st.sampled_from(["raw", "base64url", "base64", "hex"]))
+def test_keygen_style_sealed_keys_are_accepted(seed: int, form: str) -> None:
+    secret = _keygen_style(seed, 32, form)
+    if form == "raw":
+        check_secret(secret, alg="dir")
+    else:  # text is never 32 bytes of key material: refused, whatever its randomness
+        with pytest.raises(ConfigurationError):
+            check_secret(secret, alg="dir")
+
+
+@pytest.mark.parametrize("alg", ["HS256", "dir"])
+def test_generated_and_keygen_keys_always_load_again(alg: str) -> None:
+    for _ in range(200):
+        KeyRing.from_jwks(json.dumps(KeyRing.generate(alg).to_jwks()))
+
+
+# -- key hygiene: text keys, sequences, entropy -------------------------------------------------
+
+URLSAFE_KEY = secrets.token_urlsafe(32)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        URLSAFE_KEY + "\n",
+        URLSAFE_KEY + "\r\n",
+        " " + URLSAFE_KEY,
+        "\t" + URLSAFE_KEY,
+        URLSAFE_KEY + "\x00",
+        "\ufeff" + URLSAFE_KEY,
+        secrets.token_hex(32) + "\n",
+        (URLSAFE_KEY + "\n").encode(),
+    ],
+    ids=["newline", "crlf", "space", "tab", "nul", "bom", "hex-newline", "bytes-newline"],
+)
+def test_text_keys_with_surrounding_whitespace_or_control_characters_are_refused(
+    secret: str | bytes,
+) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secret, kid="k")
+    assert code_of(exc_info) == "key_whitespace"
+    assert URLSAFE_KEY[:8] not in str(exc_info.value)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "geheimer-Schlüssel-für-die-Signatur-unserer-Tokens",
+        "clé-de-signature-très-longue-pour-la-production",
+        "ключ-для-подписи-токенов-в-продакшене-2024",
+        "签名密钥签名密钥签名密钥签名密钥",
+        URLSAFE_KEY[:40] + "é",
+    ],
+    ids=["german", "french", "russian", "chinese", "random-plus-accent"],
+)
+def test_non_ascii_text_keys_are_refused(secret: str) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secret, kid="k")
+    assert code_of(exc_info) == "key_not_ascii"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        bytes(range(32)),
+        bytes(range(128, 192)),
+        bytes(range(255, 191, -1)),
+        bytes(range(130, 226, 3)),
+        string.ascii_lowercase + string.ascii_uppercase + string.digits,
+        string.digits + string.ascii_lowercase + string.ascii_uppercase,
+        string.ascii_letters[::-1],
+        bytes(range(128, 144)) + bytes(range(200, 216)),
+        secrets.token_bytes(16) + bytes(range(200, 216)),
+    ],
+    ids=[
+        "range-32",
+        "range-high",
+        "descending",
+        "step-3",
+        "abc-ABC-012",
+        "012-abc-ABC",
+        "zyx",
+        "two-runs",
+        "half-random-half-run",
+    ],
+)
+def test_arithmetic_sequences_are_refused(secret: str | bytes) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secret, kid="k")
+    assert code_of(exc_info) == "key_low_entropy"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "HelloWorldThisIsMyJwtSigningKey123",
+        "ThisIsTheJwtKeyOfTheBillingService",
+        "Tr0ub4dor&3Tr0ub4dor&3Tr0ub4dor&3x",
+        secrets.token_urlsafe(32)[:42],
+        secrets.token_hex(32)[:63],
+        secrets.token_hex(16).upper() + secrets.token_hex(16).upper()[:31],
+        "".join(secrets.choice(string.printable[:94]) for _ in range(38)),
+    ],
+    ids=[
+        "camel-case-sentence",
+        "another-sentence",
+        "repeated-password",
+        "base64url-42",
+        "hex-63",
+        "upper-hex-63",
+        "printable-38",
+    ],
+)
+def test_text_keys_under_256_bits_by_their_alphabet_are_refused(secret: str) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_secret(secret, kid="k")
+    assert code_of(exc_info) == "key_low_entropy"
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        secrets.token_urlsafe(32),
+        base64.b64encode(secrets.token_bytes(32)).decode(),
+        secrets.token_hex(32),
+        secrets.token_hex(32).upper(),
+        "".join(secrets.choice(string.printable[:94]) for _ in range(39)),
+    ],
+    ids=["base64url-43", "base64-44-padded", "hex-64", "upper-hex-64", "printable-39"],
+)
+def test_text_keys_of_256_bits_by_their_alphabet_are_accepted(secret: str) -> None:
+    KeyRing.from_secret(secret, kid="k")
 
 
 # -- refusals (notes/security.md rules 1 and 2) --------------------------------------------------
@@ -258,6 +413,122 @@ def test_asymmetric_jwks_whose_alg_does_not_fit_the_key_are_refused(
     with pytest.raises(ConfigurationError) as exc_info:
         KeyRing.from_jwks({"keys": [jwk]})
     assert code_of(exc_info) == code
+
+
+@pytest.mark.parametrize("alg", ["EdDSA", "ES256"])
+def test_a_private_jwk_whose_public_half_belongs_to_another_key_is_refused(alg: str) -> None:
+    jwk = KeyRing.generate(alg, kid="k").to_jwks()["keys"][0]
+    other = KeyRing.generate(alg, kid="k").to_jwks()["keys"][0]
+    public = {name: other[name] for name in ("x", "y") if name in other}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"keys": [{**jwk, **public}]})
+    assert code_of(exc_info) == "key_invalid"
+    assert jwk["d"][:8] not in str(exc_info.value)
+
+
+@pytest.mark.parametrize(
+    ("alg", "key_ops"),
+    [
+        ("HS256", ["encrypt", "decrypt"]),
+        ("HS256", ["sign", "verify", "wrapKey"]),
+        ("HS256", ["verify"]),
+        ("HS256", ["sign"]),
+        ("HS256", "sign"),
+        ("HS256", []),
+        ("HS256", ["sign", "sign", "verify"]),
+        ("HS256", ["sign", 7]),
+        ("EdDSA", ["verify"]),
+        ("ES256", ["deriveKey", "sign", "verify"]),
+        ("dir", ["sign", "verify"]),
+        ("dir", ["decrypt"]),
+    ],
+)
+def test_jwks_whose_key_ops_contradict_how_the_key_is_used_are_refused(
+    alg: str, key_ops: object
+) -> None:
+    jwk = {**KeyRing.generate(alg, kid="k").to_jwks()["keys"][0], "key_ops": key_ops}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"keys": [jwk]})
+    assert code_of(exc_info) == "key_ops_invalid"
+
+
+@pytest.mark.parametrize(
+    ("alg", "use"), [("HS256", "enc"), ("EdDSA", "enc"), ("dir", "sig"), ("HS256", ["sig"])]
+)
+def test_jwks_whose_use_contradicts_the_algorithm_are_refused(alg: str, use: object) -> None:
+    jwk = {**KeyRing.generate(alg, kid="k").to_jwks()["keys"][0], "use": use}
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks({"keys": [jwk]})
+    assert code_of(exc_info) == "key_alg_mismatch"
+
+
+def test_key_ops_that_fit_the_key_are_accepted() -> None:
+    old = KeyRing.generate("EdDSA", kid="old").to_jwks()["keys"][0]
+    new = KeyRing.generate("EdDSA", kid="new").to_jwks()["keys"][0]
+    sealed = KeyRing.generate("dir", kid="s").to_jwks()["keys"][0]
+    ring = KeyRing.from_jwks(
+        {
+            "active": "new",
+            "keys": [
+                {**new, "key_ops": ["sign", "verify"]},
+                {**old, "key_ops": ["verify"], "retire_at": 2e9},
+            ],
+        }
+    )
+    assert ring.can_sign
+    public = KeyRing.from_jwks(
+        {"keys": [{**ring.verify_only().to_jwks(private=False)["keys"][0], "key_ops": ["verify"]}]}
+    )
+    assert not public.can_sign
+    KeyRing.from_jwks({"keys": [{**sealed, "key_ops": ["encrypt", "decrypt"]}]})
+
+
+# -- key files ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def key_file(tmp_path: Path) -> Path:
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps(KeyRing.generate(kid="k").to_jwks()))
+    path.chmod(0o600)
+    return path
+
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+
+
+@posix_only
+def test_a_private_key_file_loads_without_a_warning(
+    key_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="pausetoken"):
+        assert KeyRing.from_jwks(_keys.read_keys_file(key_file)).active == "k"
+    assert caplog.records == []
+
+
+@posix_only
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o644, 0o660, 0o620])
+def test_a_key_file_others_may_read_or_group_may_write_loads_with_a_warning(
+    key_file: Path, mode: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    key_file.chmod(mode)
+    with caplog.at_level(logging.WARNING, logger="pausetoken"):
+        KeyRing.from_jwks(_keys.read_keys_file(key_file))
+    [record] = caplog.records
+    assert str(key_file) in record.getMessage()
+    assert f"{mode:o}" in record.getMessage()
+    secret = json.loads(key_file.read_text())["keys"][0]["k"]
+    assert secret[:8] not in record.getMessage()
+
+
+@posix_only
+@pytest.mark.parametrize("mode", [0o602, 0o606, 0o666, 0o777])
+def test_a_key_file_others_may_write_is_refused(key_file: Path, mode: int) -> None:
+    key_file.chmod(mode)
+    with pytest.raises(ConfigurationError) as exc_info:
+        _keys.read_keys_file(key_file)
+    assert code_of(exc_info) == "key_file_insecure"
+    assert str(key_file) in str(exc_info.value)
 
 
 @pytest.mark.parametrize(

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hmac
+import itertools
 import json
 import logging
 import math
+import os
 import re
 import secrets
+import stat
+import string
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 import attrs
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OctKey, OKPKey
 
@@ -30,6 +38,8 @@ __all__ = [
     "SUPPORTED_ALGORITHMS",
     "JoseKey",
     "KeyRing",
+    "check_secret",
+    "read_keys_file",
 ]
 
 logger = logging.getLogger("pausetoken.keys")
@@ -46,14 +56,28 @@ KID_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
 _KTY: Final[dict[str, str]] = {"HS256": "oct", "dir": "oct", "EdDSA": "OKP", "ES256": "EC"}
 _CURVE: Final[dict[str, str]] = {"EdDSA": "Ed25519", "ES256": "P-256"}
 _USE: Final[dict[str, str]] = {"HS256": "sig", "EdDSA": "sig", "ES256": "sig", "dir": "enc"}
+# key_ops (RFC 7517 §4.3) by use: the operation that makes tokens, the one that checks them.
+_OPS: Final[dict[str, tuple[str, str]]] = {"sig": ("sign", "verify"), "enc": ("encrypt", "decrypt")}
 
 #: Smallest HMAC key (RFC 7518 §3.2: at least the size of the hash output).
 MIN_SECRET_BYTES: Final = 32
 #: ``dir`` + ``A256GCM`` needs exactly a 256-bit key.
 SEALED_KEY_BYTES: Final = 32
-#: Smallest estimated entropy of a secret, in bits.
+#: Smallest estimated entropy of a secret's bytes (Shannon estimate), in bits.
 MIN_SECRET_BITS: Final = 128
-_REPEAT_WINDOW: Final = 8
+#: Smallest entropy of a text key by its alphabet (length x bits per character), in bits.
+MIN_TEXT_KEY_BITS: Final = 256
+# A sequence this long (in bits of key) occurring twice is refused; at 64 bits a random key
+# repeats one with negligible probability.
+_REPEAT_BITS: Final = 64
+# Refused when at least this share of the bytes continue the step of the two before them.
+_SEQUENCE_SHARE: Final = 1 / 3
+_HEX: Final = (frozenset("0123456789abcdef"), frozenset("0123456789ABCDEF"))
+_BASE64: Final = (
+    frozenset(string.ascii_letters + string.digits + "-_"),
+    frozenset(string.ascii_letters + string.digits + "+/"),
+)
+_PRINTABLE_ASCII: Final = 95
 
 # Substrings that mark a secret as a placeholder or a human password. Each is at least six
 # characters long, so a random key contains one by chance with negligible probability.
@@ -85,9 +109,8 @@ _KEY_FILE_MARKERS: Final = (
     b"sk-ssh-",
     b"PuTTY-User-Key-File",
 )
-_PRINTABLE = frozenset(range(0x20, 0x7F))
 _JWKS_MEMBERS: Final = frozenset({"keys", "active"})
-_OUR_JWK_MEMBERS: Final = frozenset({"kid", "alg", "use", "retire_at"})
+_OUR_JWK_MEMBERS: Final = frozenset({"kid", "alg", "use", "key_ops", "retire_at"})
 
 
 def _config_error(msg: str, code: str) -> ConfigurationError:
@@ -105,62 +128,158 @@ def _entropy_bits(secret: bytes) -> float:
     return -sum(c * math.log2(c / n) for c in Counter(secret).values())
 
 
+def _blank(char: str) -> bool:
+    return char.isspace() or not char.isprintable()
+
+
+def _trimmed(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and _blank(text[start]):
+        start += 1
+    while end > start and _blank(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def _as_text(secret: bytes) -> str | None:
+    """``secret`` as text when it is typed or pasted text, ``None`` for binary key material.
+
+    Text is UTF-8 whose characters are all printable once whitespace and control characters
+    are taken off both ends. Random 32-byte keys are text with a probability below 2**-35
+    (and generated keys never: generation draws again).
+    """
+    try:
+        text = secret.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    core = _trimmed(text)
+    return text if core and core.isprintable() else None
+
+
+def _bits_per_character(text: str) -> tuple[float, int]:
+    """The bits each character of a text key carries by its alphabet, and how many count.
+
+    Hex (one case) carries 4 bits, base64url or base64 6 (padding carries none), any other
+    printable ASCII log2(95), about 6.57.
+    """
+    chars = frozenset(text)
+    if any(chars <= hex_digits for hex_digits in _HEX):
+        return 4.0, len(text)
+    body = text[:-2] + text[-2:].rstrip("=")
+    if any(frozenset(body) <= alphabet for alphabet in _BASE64):
+        return 6.0, len(body)
+    return math.log2(_PRINTABLE_ASCII), len(text)
+
+
+def _sequence_share(secret: bytes) -> float:
+    """The share of bytes that continue the step of the two before them (``abc``, ``aaa``)."""
+    if len(secret) < 3:  # noqa: PLR2004 - a step needs three bytes
+        return 0.0
+    steps = [(b - a) & 0xFF for a, b in itertools.pairwise(secret)]
+    same = sum(1 for a, b in itertools.pairwise(steps) if a == b)
+    return same / (len(secret) - 2)
+
+
+def _text_weakness(text: str) -> tuple[str, str] | None:
+    if _trimmed(text) != text:
+        return "key_whitespace", (
+            "the key has whitespace or control characters at an end (a newline from "
+            "`echo > file`?); remove them"
+        )
+    if not text.isascii():
+        return "key_not_ascii", (
+            "the key is text with non-ASCII characters, so it was typed, not generated"
+        )
+    lowered = text.lower()
+    if " " in text or any(word in lowered for word in _PLACEHOLDER_WORDS):
+        return "key_placeholder", "the key looks like a placeholder or a human password"
+    bits, count = _bits_per_character(text)
+    if bits * count < MIN_TEXT_KEY_BITS:
+        return "key_low_entropy", (
+            f"a text key must carry at least {MIN_TEXT_KEY_BITS} bits by its alphabet: "
+            "43 base64url characters, 64 hex digits or 39 other printable characters"
+        )
+    return None
+
+
+def _form_weakness(secret: bytes, alg: str) -> tuple[str, str] | None:
+    if any(marker in secret for marker in _KEY_FILE_MARKERS):
+        return "key_is_pem", "PEM, OpenSSH or PuTTY key material cannot be used as a symmetric key"
+    if alg == "dir" and len(secret) != SEALED_KEY_BYTES:
+        code = "key_too_short" if len(secret) < SEALED_KEY_BYTES else "key_size_invalid"
+        return code, f"a sealed-token key must be exactly {SEALED_KEY_BYTES} bytes"
+    if len(secret) < MIN_SECRET_BYTES:
+        return "key_too_short", (
+            f"an HMAC key must be at least {MIN_SECRET_BYTES} bytes (RFC 7518 §3.2)"
+        )
+    return None
+
+
+def _pattern_weakness(secret: bytes, text: str | None) -> tuple[str, str] | None:
+    if _entropy_bits(secret) < MIN_SECRET_BITS:
+        return "key_low_entropy", (
+            f"the key carries less than {MIN_SECRET_BITS} bits of estimated entropy"
+        )
+    if _sequence_share(secret) >= _SEQUENCE_SHARE:
+        return "key_low_entropy", "the key is an arithmetic sequence (abc, 123, aaa)"
+    bits = 8.0 if text is None else _bits_per_character(text)[0]
+    window = math.ceil(_REPEAT_BITS / bits)
+    windows = len(secret) - window + 1
+    if len({secret[i : i + window] for i in range(windows)}) < windows:
+        return "key_low_entropy", "the key repeats a pattern"
+    return None
+
+
+def _weakness(secret: bytes, alg: str) -> tuple[str, str] | None:
+    """Why ``secret`` is refused as a symmetric key, as ``(code, message)``, or ``None``."""
+    text = _as_text(secret)
+    return (
+        _form_weakness(secret, alg)
+        or (None if text is None else _text_weakness(text))
+        or _pattern_weakness(secret, text)
+    )
+
+
 def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
-    """Refuse a symmetric key that is short, a placeholder, a password or key-file material.
+    """Refuse a symmetric key that is short, typed, patterned or key-file material.
 
-    The rule, in order:
+    The rule, in order (every refusal is a :class:`ConfigurationError` with the code shown):
 
-    1. PEM, OpenSSH or PuTTY key material is refused (``key_is_pem``).
-    2. ``dir`` keys must be exactly 32 bytes; HMAC keys at least 32 bytes (``key_too_short``,
+    1. PEM, OpenSSH or PuTTY key material (``key_is_pem``).
+    2. ``dir`` keys must be exactly 32 bytes, HMAC keys at least 32 (``key_too_short``,
        ``key_size_invalid``).
-    3. A key that is entirely printable ASCII (typed or pasted text) is refused when it
-       contains whitespace or a placeholder word such as ``secret``, ``changeme``,
-       ``password`` or ``example``, case-insensitively (``key_placeholder``).
-    4. Any key whose estimated entropy (its length times the Shannon entropy of its own
-       byte distribution) is under 128 bits is refused (``key_low_entropy``). Output of
-       ``secrets.token_bytes(32)``, ``secrets.token_hex(32)`` or ``openssl rand -base64 32``
-       passes; ``"a" * 64`` or a sentence does not.
-    5. Any key in which some 8-byte sequence occurs twice is refused (``key_low_entropy``):
-       repeated patterns such as ``"0123456789abcdef" * 4`` score well on rule 4 but are not
-       random. A random key repeats an 8-byte sequence with negligible probability.
+    3. A *text* key (UTF-8 whose characters are printable once whitespace and control
+       characters are taken off its ends; random bytes almost never are) must have nothing
+       to take off (``key_whitespace``), be ASCII (``key_not_ascii``), contain no space and
+       no placeholder word such as ``secret``, ``changeme`` or ``example``
+       (``key_placeholder``), and carry at least 256 bits by its alphabet: its length
+       times 4 bits for hex, 6 for base64url or base64 (padding not counted), log2(95) for
+       other printable ASCII, so at least 64 hex digits, 43 base64url characters or 39
+       other characters (``key_low_entropy``).
+    4. Every key: the Shannon estimate of its bytes (length times the entropy of its own
+       byte distribution) is at least 128 bits; fewer than a third of its bytes continue
+       the step between the two before them (``abc``, ``0123``, ``aaa``, ``bytes(range(32))``);
+       no 64-bit sequence (8 bytes, 16 hex digits, 11 base64 characters) occurs twice
+       (``key_low_entropy``).
+
+    ``secrets.token_bytes(32)``, ``secrets.token_urlsafe(32)``, ``secrets.token_hex(32)``,
+    ``openssl rand -base64 32`` and ``pausetoken keygen`` pass: rule 4 refuses random
+    keys with a probability far below 2**-30. The checks catch mistakes; they cannot prove a
+    key random, so a long enough phrase of random-looking words may pass. Generate keys.
 
     Args:
         secret: The key bytes.
         alg: ``"HS256"`` or ``"dir"``.
 
     Raises:
-        ConfigurationError: with one of the codes above.
+        ConfigurationError: with one of the codes above. The message never quotes the key.
     """
-    if any(marker in secret for marker in _KEY_FILE_MARKERS):
-        msg = "PEM, OpenSSH or PuTTY key material cannot be used as a symmetric key"
-        raise _config_error(msg, "key_is_pem")
-    if alg == "dir" and len(secret) != SEALED_KEY_BYTES:
-        if len(secret) < SEALED_KEY_BYTES:
-            msg = f"a sealed-token key must be exactly {SEALED_KEY_BYTES} bytes"
-            raise _config_error(msg, "key_too_short")
-        msg = f"a sealed-token key must be exactly {SEALED_KEY_BYTES} bytes"
-        raise _config_error(msg, "key_size_invalid")
-    if len(secret) < MIN_SECRET_BYTES:
-        msg = f"an HMAC key must be at least {MIN_SECRET_BYTES} bytes (RFC 7518 §3.2)"
-        raise _config_error(msg, "key_too_short")
-    if _PRINTABLE.issuperset(secret):
-        text = secret.decode("ascii").lower()
-        if " " in text or any(word in text for word in _PLACEHOLDER_WORDS):
-            msg = (
-                "the key looks like a placeholder or a human password; generate one with "
-                "`pausetoken keygen` or secrets.token_bytes(32)"
-            )
-            raise _config_error(msg, "key_placeholder")
-    if _entropy_bits(secret) < MIN_SECRET_BITS:
-        msg = (
-            f"the key carries less than {MIN_SECRET_BITS} bits of estimated entropy; "
-            "generate one with `pausetoken keygen` or secrets.token_bytes(32)"
-        )
-        raise _config_error(msg, "key_low_entropy")
-    windows = len(secret) - _REPEAT_WINDOW + 1
-    if len({secret[i : i + _REPEAT_WINDOW] for i in range(windows)}) < windows:
-        msg = "the key repeats a pattern; generate one with `pausetoken keygen`"
-        raise _config_error(msg, "key_low_entropy")
+    weakness = _weakness(secret, alg)
+    if weakness is not None:
+        code, msg = weakness
+        if code != "key_is_pem":
+            msg += "; generate one with `pausetoken keygen` or secrets.token_bytes(32)"
+        raise _config_error(msg, code)
 
 
 def _check_kid(kid: object) -> str:
@@ -228,7 +347,11 @@ def _key_from_secret(secret: bytes, alg: Algorithm) -> OctKey:
 
 def _generate_key(alg: Algorithm) -> JoseKey:
     if alg in {"HS256", "dir"}:
-        return OctKey.import_key(secrets.token_bytes(MIN_SECRET_BYTES))
+        # Draw again in the (below 2**-30) case the checks would refuse the key when loaded.
+        secret = secrets.token_bytes(MIN_SECRET_BYTES)
+        while _weakness(secret, alg) is not None:  # pragma: no cover - practically never
+            secret = secrets.token_bytes(MIN_SECRET_BYTES)
+        return OctKey.import_key(secret)
     if alg == "EdDSA":
         return OKPKey.generate_key("Ed25519")
     return ECKey.generate_key("P-256")
@@ -258,7 +381,38 @@ def _retire_from_jwk(value: object) -> datetime | None:
     return datetime.fromtimestamp(value, tz=UTC)
 
 
-def _entry_from_jwk(jwk: object) -> _Entry:
+def _key_ops(value: object, kid: str, alg: Algorithm) -> frozenset[str] | None:
+    """The JWK's ``key_ops``, refused unless they fit how the ring uses the key."""
+    if value is None:
+        return None
+    make, check = _OPS[_USE[alg]]
+    if (
+        not isinstance(value, list)
+        or not all(isinstance(op, str) for op in value)
+        or len(set(value)) != len(value)
+        or not set(value) <= {make, check}
+        or check not in value
+    ):
+        msg = (
+            f"key {kid!r}: algorithm {alg} allows 'key_ops' [{make!r}, {check!r}] or "
+            f"[{check!r}] for a key that only checks tokens"
+        )
+        raise _config_error(msg, "key_ops_invalid")
+    return frozenset(value)
+
+
+def _check_okp_pair(key: OKPKey, jwk: Mapping[str, Any], kid: str) -> None:
+    """Refuse a private OKP key whose ``x`` is not the public half of its ``d``."""
+    if key.private_key is None:
+        return
+    given = _b64url_decode(jwk.get("x"), f"key {kid!r} 'x'")
+    derived = key.public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    if not hmac.compare_digest(given, derived):
+        msg = f"key {kid!r}: 'x' is not the public half of 'd'"
+        raise _config_error(msg, "key_invalid")
+
+
+def _entry_from_jwk(jwk: object) -> tuple[_Entry, frozenset[str] | None]:
     if not isinstance(jwk, Mapping):
         msg = "every member of 'keys' must be a JSON object"
         raise _config_error(msg, "jwks_invalid")
@@ -272,6 +426,7 @@ def _entry_from_jwk(jwk: object) -> _Entry:
     if use is not None and use != _USE[alg]:
         msg = f"key {kid!r}: algorithm {alg} needs 'use': {_USE[alg]!r}"
         raise _config_error(msg, "key_alg_mismatch")
+    ops = _key_ops(jwk.get("key_ops"), kid, alg)
     retire_at = _retire_from_jwk(jwk.get("retire_at"))
     if alg in {"HS256", "dir"}:
         key: JoseKey = _key_from_secret(_b64url_decode(jwk.get("k"), f"key {kid!r} 'k'"), alg)
@@ -286,7 +441,11 @@ def _entry_from_jwk(jwk: object) -> _Entry:
         except (JoseError, ValueError, TypeError, KeyError) as exc:
             msg = f"key {kid!r} could not be imported"
             raise _config_error(msg, "key_invalid") from exc
-    return _Entry(kid=kid, alg=alg, key=key, retire_at=retire_at)
+        # cryptography checks that an EC private key matches its public point; for Ed25519
+        # the public half is only derived, so a mismatched 'x' would be exported unnoticed.
+        if isinstance(key, OKPKey):
+            _check_okp_pair(key, jwk, kid)
+    return _Entry(kid=kid, alg=alg, key=key, retire_at=retire_at), ops
 
 
 def _parse_jwks_text(text: str) -> Any:
@@ -340,7 +499,8 @@ class KeyRing:
     * Every other key is verify-only and carries ``retire_at`` (Unix seconds); tokens under
       it are refused from that moment on.
     * Each JWK carries ``kid`` and ``alg``; ``use``, when present, must be ``sig`` (``enc``
-      for ``dir`` keys).
+      for ``dir`` keys); ``key_ops``, when present, holds ``verify`` (``decrypt``) and, for
+      the key that signs, ``sign`` (``encrypt``), and nothing else.
 
     Example:
         >>> ring = KeyRing.generate("EdDSA", kid="k1")
@@ -410,8 +570,10 @@ class KeyRing:
             alg: ``"HS256"`` or ``"dir"``.
 
         Raises:
-            ConfigurationError: ``key_too_short``, ``key_placeholder``,
-                ``key_low_entropy``, ``key_is_pem``, ``alg_not_allowed``, ``kid_invalid``.
+            ConfigurationError: the codes of :func:`check_secret` (``key_too_short``,
+                ``key_size_invalid``, ``key_whitespace``, ``key_not_ascii``,
+                ``key_placeholder``, ``key_low_entropy``, ``key_is_pem``),
+                ``alg_not_allowed``, ``kid_invalid``.
         """
         checked = _check_alg(alg)
         if checked not in {"HS256", "dir"}:
@@ -427,9 +589,11 @@ class KeyRing:
         """Load a ring from a JWK Set (JSON text or a parsed mapping); see the class docs.
 
         Raises:
-            ConfigurationError: ``jwks_invalid``, ``key_alg_mismatch``, ``key_invalid``,
-                the key-strength codes of :meth:`from_secret`, ``alg_not_allowed``,
-                ``duplicate_kid``, ``empty_keyring`` or ``no_active_key``.
+            ConfigurationError: ``jwks_invalid``, ``key_alg_mismatch``, ``key_ops_invalid``,
+                ``key_invalid`` (also for an Ed25519 ``x`` that is not the public half of
+                its ``d``), the key-strength codes of :meth:`from_secret`,
+                ``alg_not_allowed``, ``duplicate_kid``, ``empty_keyring`` or
+                ``no_active_key``.
         """
         data = _parse_jwks_text(jwks) if isinstance(jwks, str) else jwks
         if not isinstance(data, Mapping):
@@ -443,7 +607,8 @@ class KeyRing:
         if not isinstance(keys, list | tuple):
             msg = "a JWKS is a JSON object with a 'keys' array"
             raise _config_error(msg, "jwks_invalid")
-        entries = tuple(_entry_from_jwk(jwk) for jwk in keys)
+        parsed = [_entry_from_jwk(jwk) for jwk in keys]
+        entries = tuple(entry for entry, _ops in parsed)
         active = data.get("active")
         if active is None:
             current = [e.kid for e in entries if e.retire_at is None]
@@ -454,7 +619,13 @@ class KeyRing:
         if not isinstance(active, str):
             msg = "'active' must be the kid of the signing key"
             raise _config_error(msg, "no_active_key")
-        return cls(entries=entries, active=active)
+        ring = cls(entries=entries, active=active)
+        for entry, ops in parsed:
+            make = _OPS[_USE[entry.alg]][0]
+            if entry.kid == ring.active and entry.private and ops is not None and make not in ops:
+                msg = f"key {entry.kid!r} signs, but its 'key_ops' do not include {make!r}"
+                raise _config_error(msg, "key_ops_invalid")
+        return ring
 
     # -- views -------------------------------------------------------------------------------
 
@@ -613,3 +784,42 @@ class KeyRing:
     def __repr__(self) -> str:
         described = ", ".join(e.describe() for e in self._entries)
         return f"KeyRing(active={self.active!r}, keys=[{described}])"
+
+
+def read_keys_file(path: str | os.PathLike[str]) -> str:
+    """Read a key file (a JWKS), refusing one that other users may write.
+
+    The mode is read from the open file, so it is the file that is read that is judged. A
+    file that group or others may read, or group may write, is read with a warning on the
+    ``pausetoken.keys`` logger (it names the path and the mode, never the content): keep
+    key files ``chmod 600``, as ``pausetoken keygen -o`` writes them. On Windows, where
+    modes do not describe access, no check is made.
+
+    Args:
+        path: The key file.
+
+    Returns:
+        Its text (UTF-8).
+
+    Raises:
+        ConfigurationError: ``key_file_insecure`` when others may write the file.
+        OSError: the file cannot be opened or read.
+        UnicodeDecodeError: the file is not UTF-8.
+    """
+    with Path(path).open("rb") as file:
+        if sys.platform != "win32":
+            _check_key_file_mode(os.fspath(path), os.fstat(file.fileno()).st_mode)
+        return file.read().decode("utf-8")
+
+
+def _check_key_file_mode(path: str, mode: int) -> None:
+    shown = f"{stat.S_IMODE(mode):03o}"
+    if mode & stat.S_IWOTH:
+        msg = f"the key file {path} can be written by other users (mode {shown}); chmod 600 it"
+        raise _config_error(msg, "key_file_insecure")
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        logger.warning(
+            "key file %s can be read or written by group or others (mode %s); chmod 600 it",
+            path,
+            shown,
+        )
