@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import stat
 import subprocess
 import sys
 import time
@@ -100,6 +102,59 @@ def test_keygen_refuses_a_bad_kid(capsys: pytest.CaptureFixture[str]) -> None:
     out, err = capsys.readouterr()
     assert out == ""
     assert "[kid_invalid]" in err
+
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+
+
+@posix_only
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_keygen_output_file_is_private_whatever_the_umask(
+    umask: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "keys.json"
+    previous = os.umask(umask)
+    try:
+        assert main(["keygen", "--kid", "main-1", "-o", str(path)]) == 0
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert KeyRing.from_jwks(path.read_text()).active == "main-1"
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert str(path) in err
+    assert path.read_text()[-60:-10] not in err
+
+
+def test_keygen_refuses_to_overwrite_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text("keep me")
+    assert main(["keygen", "--output", str(path)]) == 2
+    assert path.read_text() == "keep me"
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "[cli_output_exists]" in err
+
+
+@posix_only
+def test_keygen_refuses_to_write_through_a_symlink(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "elsewhere.json"
+    link = tmp_path / "keys.json"
+    link.symlink_to(target)
+    assert main(["keygen", "-o", str(link)]) == 2
+    assert not target.exists()
+    assert "[cli_output_exists]" in capsys.readouterr().err
+
+
+def test_keygen_reports_an_unwritable_destination(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keygen", "-o", str(tmp_path / "missing" / "keys.json")]) == 2
+    assert "[cli_output_unwritable]" in capsys.readouterr().err
 
 
 def test_python_dash_m_keygen_works_as_a_subprocess() -> None:

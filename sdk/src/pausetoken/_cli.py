@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -139,16 +140,54 @@ def _keygen_arguments(parser: argparse.ArgumentParser) -> None:
         "dir (a 256-bit key for sealed tokens)",
     )
     parser.add_argument("--kid", help="key id (default: a random one)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the key set to FILE, created readable only by you (mode 0600); "
+        "an existing FILE is never overwritten",
+    )
 
 
 def _keygen(args: argparse.Namespace) -> int:
     keys = KeyRing.generate(args.alg, kid=args.kid)
-    sys.stdout.write(json.dumps(keys.to_jwks(private=True), indent=2) + "\n")
+    text = json.dumps(keys.to_jwks(private=True), indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+        _say(
+            "pausetoken: this key set is secret. Save it to a file readable only by the "
+            "service (`pausetoken keygen -o FILE` does) and set PAUSETOKEN_KEYS_FILE to its path."
+        )
+        return EXIT_OK
+    _write_private_file(args.output, text)
     _say(
-        "pausetoken: this key set is secret. Save it to a file readable only by the service "
-        "and set PAUSETOKEN_KEYS_FILE to its path."
+        f"pausetoken: wrote the key set to {args.output} (mode 0600); set "
+        "PAUSETOKEN_KEYS_FILE to its path and keep it out of images and repositories."
     )
     return EXIT_OK
+
+
+def _write_private_file(path: str, text: str) -> None:
+    """Create ``path`` with mode 0600 and write ``text``; never overwrite or follow a link."""
+    # O_EXCL: an existing file or symlink (even a dangling one) is refused, not replaced.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError as exc:
+        msg = f"{path} exists; keygen never overwrites a file: choose another path"
+        raise ConfigurationError(msg, code="cli_output_exists") from exc
+    except OSError as exc:
+        msg = f"cannot create {path}: {exc.strerror or type(exc).__name__}"
+        raise ConfigurationError(msg, code="cli_output_unwritable") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            if hasattr(os, "fchmod"):  # the umask can only remove bits; 0600 exactly
+                os.fchmod(file.fileno(), 0o600)
+            file.write(text)
+    except OSError as exc:
+        Path(path).unlink(missing_ok=True)  # no half-written key file left behind
+        msg = f"cannot write {path}: {exc.strerror or type(exc).__name__}"
+        raise ConfigurationError(msg, code="cli_output_unwritable") from exc
 
 
 # -- inspect --------------------------------------------------------------------------------
@@ -454,7 +493,12 @@ def _purge_cutoff(text: str, now: datetime) -> datetime:
 
 #: Every subcommand, in the order ``--help`` lists them.
 COMMANDS: Final[tuple[Command, ...]] = (
-    Command("keygen", "print a new key set (JWKS) on standard output", _keygen_arguments, _keygen),
+    Command(
+        "keygen",
+        "print a new key set (JWKS), or write it to a private file with -o",
+        _keygen_arguments,
+        _keygen,
+    ),
     Command(
         "inspect",
         "show a token's header and claims, optionally verified",
