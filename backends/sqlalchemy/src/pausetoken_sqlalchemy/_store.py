@@ -414,10 +414,15 @@ class SQLAlchemyStore:
                     try:
                         auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
                         version = await auto.run_sync(self._prepare_schema)
+                    except PauseTokenError:
+                        raise  # decided by this code; the connection is healthy and unlocked
                     except BaseException:
                         # Closing the session releases the schema lock; asking the server
                         # to release it could wait forever on a connection that hangs.
-                        await conn.invalidate()
+                        # (SQLite takes no lock, and a terminated aiosqlite connection
+                        # finishes on its thread after the caller's event loop may be gone.)
+                        if self._family != "sqlite":
+                            await conn.invalidate()
                         raise
             except PauseTokenError:
                 raise
@@ -434,6 +439,15 @@ class SQLAlchemyStore:
 
     def _prepare_schema(self, conn: Connection) -> int:
         self._lock_schema(conn)
+        try:
+            version = self._prepare_tables(conn)
+        except PauseTokenError:
+            self._unlock_schema(conn)
+            raise
+        self._unlock_schema(conn)
+        return version
+
+    def _prepare_tables(self, conn: Connection) -> int:
         marker = self._schema_table
         self._create_table(conn, marker)
         # The marker is read before the table is looked for: a worker that creates both
@@ -448,7 +462,6 @@ class SQLAlchemyStore:
             self._create_table(conn, self._table)
         if version is None:
             version = self._mark_version(conn)
-        self._unlock_schema(conn)
         return int(version)
 
     def _lock_schema(self, conn: Connection) -> None:
