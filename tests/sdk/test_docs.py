@@ -90,3 +90,44 @@ def test_the_front_page_example_runs() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MemoryStoreWarning)
         exec(compile(blocks[0], "docs/index.md", "exec"), {"__name__": "docs_example"})  # noqa: S102
+
+
+# -- the error-code table of security.md, generated from the classes' declarations -----------
+
+_CODES_HEADER = "| `code` | Error | HTTP status | Meaning |"
+
+
+def error_code_table() -> str:
+    """Every declared code, class by class in definition order: what security.md must show."""
+    rows = [_CODES_HEADER, "|---|---|---:|---|"]
+    for cls in _error_classes():
+        for code, meaning in cls.codes.items():
+            rows.append(f"| `{code}` | `{cls.__name__}` | {cls.http_status} | {meaning} |")
+    return "\n".join(rows)
+
+
+def _documented_code_table() -> str:
+    lines = (DOCS / "security.md").read_text().splitlines()
+    assert _CODES_HEADER in lines, "security.md has no error-code table"
+    start = lines.index(_CODES_HEADER)
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return "\n".join(lines[start:end])
+
+
+def test_the_error_code_table_in_security_md_is_generated_from_the_declarations() -> None:
+    expected = error_code_table()
+    assert _documented_code_table() == expected, (
+        "docs/security.md's error-code table differs from the codes declared on the "
+        f"exception classes; replace it with:\n{expected}"
+    )
+
+
+def test_every_code_in_the_verification_order_table_is_declared_on_invalid_token() -> None:
+    page = (DOCS / "security.md").read_text()
+    section = page.split("## Verification order", 1)[1].split("\n## ", 1)[0]
+    codes = set(re.findall(r"`(token_[a-z_]+)`", section))
+    assert len(codes) > 10, "the verification order table was not found"
+    declared = set(exceptions.InvalidToken.codes) | set(exceptions.TokenExpired.codes)
+    assert sorted(codes - declared) == []

@@ -263,9 +263,10 @@ def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
        (``key_low_entropy``).
 
     ``secrets.token_bytes(32)``, ``secrets.token_urlsafe(32)``, ``secrets.token_hex(32)``,
-    ``openssl rand -base64 32`` and ``pausetoken keygen`` pass: rule 4 refuses random
-    keys with a probability far below 2**-30. The checks catch mistakes; they cannot prove a
-    key random, so a long enough phrase of random-looking words may pass. Generate keys.
+    ``openssl rand -base64 32`` and ``pausetoken keygen`` pass: the rules refuse such
+    random keys with a probability below 2**-33 (64 hex digits, by the sequence rule, is
+    the worst case). The checks catch mistakes; they cannot prove a key random, so a long
+    enough phrase of random-looking words may pass. Generate keys.
 
     Args:
         secret: The key bytes.
@@ -347,7 +348,7 @@ def _key_from_secret(secret: bytes, alg: Algorithm) -> OctKey:
 
 def _generate_key(alg: Algorithm) -> JoseKey:
     if alg in {"HS256", "dir"}:
-        # Draw again in the (below 2**-30) case the checks would refuse the key when loaded.
+        # Draw again in the (below 2**-33) case the checks would refuse the key when loaded.
         secret = secrets.token_bytes(MIN_SECRET_BYTES)
         while _weakness(secret, alg) is not None:  # pragma: no cover - practically never
             secret = secrets.token_bytes(MIN_SECRET_BYTES)
