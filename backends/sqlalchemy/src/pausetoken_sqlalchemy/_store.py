@@ -8,6 +8,7 @@ import logging
 import math
 import sqlite3
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
 from sqlalchemy import MetaData, event, inspect, select, text
@@ -402,6 +403,23 @@ class SQLAlchemyStore:
         except TimeoutError as exc:
             raise self._failure("schema", exc, startup=True) from exc
 
+    def _refuse_a_missing_directory(self) -> None:
+        # SQLite cannot create a file in a directory that does not exist. Saying so before
+        # connecting also spares aiosqlite's failed connection, whose thread would report
+        # the failure again after the caller's event loop is gone.
+        url = self._engine.url
+        if self._family != "sqlite" or not _is_file_database(url) or url.database is None:
+            return
+        if url.database.startswith("file:"):
+            return  # a URI filename: SQLite parses it
+        directory = Path(url.database).expanduser().absolute().parent
+        if not directory.is_dir():
+            msg = (
+                f"{self._label}: unable to open database file: the directory "
+                f"{directory} does not exist"
+            )
+            raise ConfigurationError(msg, code="store_misconfigured")
+
     async def _ensure_schema(self, *, force: bool) -> None:
         async with self._schema_lock:
             if self._schema_ready and not force:
@@ -409,6 +427,7 @@ class SQLAlchemyStore:
             if self._closed:
                 msg = "the token store is closed"
                 raise StoreUnavailable(msg)
+            self._refuse_a_missing_directory()
             try:
                 async with self._engine.connect() as conn:
                     try:
