@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -309,6 +310,28 @@ def test_env_unreadable_keys_file_is_refused(tmp_path: Path) -> None:
     env = {"PAUSETOKEN_STORE_URL": "memory://", "PAUSETOKEN_KEYS_FILE": str(missing)}
     error = _refused("settings_file_unreadable", Settings.from_env, env)
     assert str(missing) in error.detail
+
+
+def test_env_keys_file_others_may_write_is_refused(tmp_path: Path, jwks: str) -> None:
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(jwks)
+    keys_file.chmod(0o666)
+    env = {"PAUSETOKEN_STORE_URL": "memory://", "PAUSETOKEN_KEYS_FILE": str(keys_file)}
+    error = _refused("key_file_insecure", Settings.from_env, env)
+    assert jwks not in str(error)
+
+
+def test_env_keys_file_others_may_read_loads_with_a_warning(
+    tmp_path: Path, jwks: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(jwks)
+    keys_file.chmod(0o644)
+    env = {"PAUSETOKEN_STORE_URL": "memory://", "PAUSETOKEN_KEYS_FILE": str(keys_file)}
+    with caplog.at_level(logging.WARNING, logger="pausetoken"):
+        Settings.from_env(env)
+    assert any(str(keys_file) in record.getMessage() for record in caplog.records)
+    assert all(jwks not in record.getMessage() for record in caplog.records)
 
 
 def test_env_store_url_password_never_reaches_an_error(env: dict[str, str]) -> None:

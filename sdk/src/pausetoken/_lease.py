@@ -64,6 +64,7 @@ class Lease:
         self._length = length
         self._clock = clock
         self._lost = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
         self._keeper: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -113,16 +114,31 @@ class Lease:
     # -- the service's side -----------------------------------------------------------------
 
     def keep(self) -> None:
-        """Start renewing in the background (the service calls this after the claim)."""
+        """Start renewing in the background (the service calls this after the claim).
+
+        The first renewal is a timer, not a task: most bodies end long before it fires, and
+        a timer costs far less to set up and cancel.
+        """
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self._interval(), self._start_renewing)
+
+    def _start_renewing(self) -> None:
+        self._timer = None
         self._keeper = asyncio.get_running_loop().create_task(self._renew_until_stopped())
 
     async def stop(self) -> None:
         """Stop renewing (after commit or release)."""
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper
+
+    def _interval(self) -> float:
+        return self._length.total_seconds() / 3
 
     def lapsed(self) -> bool:
         """Whether the lease's end passed by this worker's clock."""
@@ -134,8 +150,9 @@ class Lease:
             self._lost.set()
 
     async def _renew_until_stopped(self) -> None:
-        interval = self._length.total_seconds() / 3
-        delay = interval
+        # The first interval already passed on the timer that started this task.
+        interval = self._interval()
+        delay = 0.0
         while True:
             await asyncio.sleep(delay)
             delay = interval

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import cattrs
 
-from pausetoken._keys import KeyRing
+from pausetoken._keys import KeyRing, read_keys_file
 from pausetoken._policy import (
     DEFAULT_LEASE,
     DEFAULT_LEEWAY,
@@ -437,7 +437,7 @@ def _read_keys_file(path: str, base_dir: str | None, name: str) -> str:
     if base_dir is not None and not file.is_absolute():
         file = Path(base_dir) / file
     try:
-        return file.read_text(encoding="utf-8")
+        return read_keys_file(file)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         msg = f"cannot read the key file {file} ({name}): {reason or type(exc).__name__}"
