@@ -46,3 +46,7 @@ def test_settings_repr_hides_a_password_in_the_query() -> None:
     )
     assert SECRET not in repr(settings)
     assert "sslpassword=***" in repr(settings)
+
+
+def test_a_url_with_an_empty_authority_keeps_it() -> None:
+    assert redact_url("sqlite+aiosqlite:///x.db?pwd=s") == "sqlite+aiosqlite:///x.db?pwd=***"

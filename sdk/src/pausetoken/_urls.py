@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 from pausetoken.exceptions import ConfigurationError
 
@@ -50,16 +50,18 @@ def redact_url(url: str) -> str:
         return _UNPARSABLE
     if "?" not in redacted:
         return redacted
+    head, _, rest = redacted.partition("?")
+    query, hash_mark, fragment = rest.partition("#")
     try:
-        parts = urlsplit(redacted)
-        pairs = parse_qsl(parts.query, keep_blank_values=True, strict_parsing=True)
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
     except ValueError:
-        head, _, _ = redacted.partition("?")
         return f"{head}?{_HIDDEN}"
     if not pairs:
         return redacted
-    query = [(key, _HIDDEN if _secret_name(key) else value) for key, value in pairs]
-    return urlunsplit(parts._replace(query=urlencode(query, safe="*")))
+    shown = [(key, _HIDDEN if _secret_name(key) else value) for key, value in pairs]
+    # Only the query is rebuilt: the rest stays as written (``sqlite:///x.db`` keeps its
+    # empty authority).
+    return f"{head}?{urlencode(shown, safe='*')}{hash_mark}{fragment}"
 
 
 def _hide_password(url: str) -> str:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect as inspect_module
 import logging
 import math
 import sqlite3
 import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
 from sqlalchemy import MetaData, event, inspect, select, text
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SAWarning
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.schema import CreateIndex, CreateTable
@@ -186,6 +188,37 @@ def _default_max_connections(engine: AsyncEngine, *, owned: bool) -> int:
     return pool.size() if owned else max(1, pool.size() // 2)
 
 
+def _connect_parameters(family: str) -> frozenset[str] | None:
+    """What the driver's ``connect`` accepts (``None``: SQLAlchemy itself refuses the rest)."""
+    # The driver was checked to be installed before the engine was made.
+    if family == "postgresql":
+        connect = importlib.import_module("asyncpg").connect
+        # SQLAlchemy's asyncpg adapter takes these off before calling asyncpg.connect.
+        extra = {"prepared_statement_cache_size", "prepared_statement_name_func"}
+        return frozenset(inspect_module.signature(connect).parameters) | extra
+    if family == "mysql":
+        connection = importlib.import_module("asyncmy.connection").Connection
+        return frozenset(inspect_module.signature(connection.__init__).parameters) - {"self"}
+    return None
+
+
+def _refuse_unknown_connect_args(engine: AsyncEngine, family: str, label: str) -> None:
+    """Refuse, when the store is opened, URL options the driver would choke on later."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SAWarning)
+            _args, kwargs = engine.dialect.create_connect_args(engine.url)
+    except SAWarning as exc:
+        msg = f"{label}: the URL has options the {family} driver does not take"
+        raise ConfigurationError(msg, code="store_misconfigured") from exc
+    accepted = _connect_parameters(family)
+    unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
+    if unknown:
+        names = ", ".join(repr(name[:40]) for name in unknown[:5])
+        msg = f"{label}: unknown option(s) in the store URL: {names}"
+        raise ConfigurationError(msg, code="store_misconfigured")
+
+
 def _is_file_database(parsed: URL) -> bool:
     database = parsed.database or ""
     return database not in {"", ":memory:"} and "mode=memory" not in str(parsed.query)
@@ -342,10 +375,17 @@ class SQLAlchemyStore:
         if family != "sqlite":
             engine_options.setdefault("pool_pre_ping", True)
         try:
-            engine = create_async_engine(cleaned, **engine_options)
+            with warnings.catch_warnings():
+                # pysqlite warns about (and ignores) URL options it does not take.
+                warnings.simplefilter("error", SAWarning)
+                engine = create_async_engine(cleaned, **engine_options)
+        except SAWarning as exc:
+            msg = f"{label}: the URL has options the {family} driver does not take"
+            raise ConfigurationError(msg, code="store_misconfigured") from exc
         except (ArgumentError, TypeError, ValueError) as exc:
             msg = f"{label}: invalid engine options ({type(exc).__name__})"
             raise ConfigurationError(msg) from exc
+        _refuse_unknown_connect_args(engine, family, label)
         if family == "sqlite":
             event.listen(
                 engine.sync_engine, "connect", _sqlite_pragmas(wal=_is_file_database(cleaned))
