@@ -167,6 +167,9 @@ class ConfigurationError(PauseTokenError):
         "cli_output_exists": "keygen -o names a path that exists; it is never overwritten.",
         "cli_output_unwritable": "keygen -o cannot create its file.",
         "langgraph_no_checkpointer": "The LangGraph graph was compiled without a checkpointer.",
+        "langgraph_sync_checkpointer": (
+            "The LangGraph graph's checkpointer is synchronous; the helpers need an async one."
+        ),
         "langgraph_needs_graph": "The LangGraph checkpoint reader needs the compiled graph.",
         "langgraph_interrupt_id_required": (
             "LangGraph assigns interrupt ids; the pending one must be named."

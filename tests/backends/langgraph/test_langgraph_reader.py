@@ -116,6 +116,45 @@ async def test_a_graph_without_a_checkpointer_is_a_configuration_error() -> None
     assert refused.value.code == "langgraph_no_checkpointer"
 
 
+def _one_node_graph(saver: Any) -> Any:
+    builder = StateGraph(State)
+    builder.add_node("noop", lambda state: {"log": []})
+    builder.add_edge(START, "noop")
+    builder.add_edge("noop", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_synchronous_checkpointer_is_a_configuration_error() -> None:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with sqlite3.connect(":memory:", check_same_thread=False) as conn:
+        graph = _one_node_graph(SqliteSaver(conn))
+        with pytest.raises(ConfigurationError) as refused:
+            LangGraphCheckpoints(graph)
+    assert refused.value.code == "langgraph_sync_checkpointer"
+    assert "SqliteSaver is synchronous" in refused.value.detail
+    assert "aput_writes" in refused.value.detail
+
+
+async def test_a_checkpointer_whose_async_read_is_missing_is_a_configuration_error() -> None:
+    class HalfAsyncSaver(InMemorySaver):
+        async def aget_tuple(self, config: Any) -> Any:
+            raise NotImplementedError
+
+    reader = LangGraphCheckpoints(_one_node_graph(HalfAsyncSaver()))
+    with pytest.raises(ConfigurationError) as refused:
+        await reader.head("thread-1")
+    assert refused.value.code == "langgraph_sync_checkpointer"
+    assert isinstance(refused.value.__cause__, NotImplementedError)
+
+
+async def test_async_checkpointers_and_in_memory_saver_are_accepted(saver: Any) -> None:
+    reader = LangGraphCheckpoints(_one_node_graph(saver))
+    assert reader.saver is saver
+
+
 def test_the_registry_entry_point_says_to_build_the_reader_in_code() -> None:
     reader = load_checkpoints("langgraph")
     assert reader is LangGraphCheckpoints

@@ -51,6 +51,10 @@ _SQLITE_HEAD: Final = (
 )
 
 
+# The async methods a graph run with ainvoke and this reader call on the checkpointer.
+_ASYNC_METHODS: Final = ("aget_tuple", "aput", "aput_writes")
+_SYNC: Final = "langgraph_sync_checkpointer"
+
 # The name LangGraph gives a compiled graph that was not named.
 _DEFAULT_GRAPH_NAME: Final = "LangGraph"
 # Claims are at most 512 characters long.
@@ -126,7 +130,10 @@ class LangGraphCheckpoints:
             a graph valid across deployments that add or rename nodes.
 
     Raises:
-        ConfigurationError: the graph was compiled without a checkpointer.
+        ConfigurationError: the graph was compiled without a checkpointer
+            (``langgraph_no_checkpointer``), or with a synchronous one such as
+            ``SqliteSaver`` (``langgraph_sync_checkpointer``): the helpers run the graph
+            with ``ainvoke``, so the checkpointer must implement the async methods.
 
     Example:
         >>> tokens = PauseTokens(  # doctest: +SKIP
@@ -151,6 +158,7 @@ class LangGraphCheckpoints:
                 "builder.compile(checkpointer=AsyncSqliteSaver(...))"
             )
             raise ConfigurationError(msg, code="langgraph_no_checkpointer")
+        _refuse_sync_saver(saver)
         self.graph = graph
         #: The graph's name in its tokens' ``ns`` claim and pause keys.
         self.namespace = namespace if namespace is not None else graph_namespace(graph)
@@ -185,7 +193,10 @@ class LangGraphCheckpoints:
             CheckpointLost: the in-memory checkpointer does not know the thread.
         """
         config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        found = await self.saver.aget_tuple(config)
+        try:
+            found = await self.saver.aget_tuple(config)
+        except NotImplementedError as exc:  # a saver that declares async methods it lacks
+            raise ConfigurationError(_sync_saver_message(self.saver), code=_SYNC) from exc
         if found is None:
             self._unknown_thread()
         return found
@@ -293,6 +304,31 @@ def graph_namespace(graph: Pregel[Any, Any, Any, Any]) -> str:
 def stored_value(found: GraphInterrupt) -> Any:
     """The value a token binds for a LangGraph interrupt (the envelope's payload)."""
     return unwrap(found.value)[1]
+
+
+def _refuse_sync_saver(saver: BaseCheckpointSaver[Any]) -> None:
+    """Refuse a checkpointer without the async methods ``ainvoke`` and the reader call.
+
+    A synchronous saver (``SqliteSaver``, ``PostgresSaver``) inherits them from
+    ``BaseCheckpointSaver``, whose versions raise ``NotImplementedError``; it would fail
+    only later, halfway through a redemption.
+    """
+    lacking = [
+        name
+        for name in _ASYNC_METHODS
+        if getattr(type(saver), name, None) is getattr(BaseCheckpointSaver, name)
+    ]
+    if lacking:
+        msg = f"{_sync_saver_message(saver)} (it does not implement {', '.join(lacking)})"
+        raise ConfigurationError(msg, code=_SYNC)
+
+
+def _sync_saver_message(saver: BaseCheckpointSaver[Any]) -> str:
+    return (
+        f"the graph's checkpointer {type(saver).__name__} is synchronous; resume() and "
+        "mint_pending() run the graph with ainvoke and read it with aget_tuple: compile it "
+        "with an async saver (AsyncSqliteSaver, AsyncPostgresSaver or InMemorySaver)"
+    )
 
 
 def _checkpoint_id(head: CheckpointTuple) -> str:
