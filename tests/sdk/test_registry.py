@@ -19,6 +19,7 @@ import pytest
 import pausetoken
 from pausetoken import MemoryStore, available_backends, open_store, redact_url, register_store
 from pausetoken import _registry as registry
+from pausetoken._install import PUBLISHED, install_hint
 from pausetoken.exceptions import (
     AmbiguousBackend,
     BackendNotInstalled,
@@ -242,11 +243,11 @@ def test_only_the_chosen_plugin_is_imported_and_it_is_imported_once(site: Site) 
 @pytest.mark.parametrize(
     ("kind", "name", "install"),
     [
-        ("stores", "sqlite", 'pip install "pausetoken-sqlalchemy[sqlite]"'),
-        ("stores", "postgresql", 'pip install "pausetoken-sqlalchemy[postgresql]"'),
-        ("stores", "mysql", 'pip install "pausetoken-sqlalchemy[mysql]"'),
-        ("stores", "mariadb", 'pip install "pausetoken-sqlalchemy[mysql]"'),
-        ("checkpoints", "langgraph", 'pip install "pausetoken[langgraph]"'),
+        ("stores", "sqlite", "pausetoken[sqlite]"),
+        ("stores", "postgresql", "pausetoken[postgresql]"),
+        ("stores", "mysql", "pausetoken[mysql]"),
+        ("stores", "mariadb", "pausetoken[mysql]"),
+        ("checkpoints", "langgraph", "pausetoken[langgraph]"),
     ],
 )
 def test_a_known_but_missing_backend_names_the_pip_install(
@@ -256,9 +257,18 @@ def test_a_known_but_missing_backend_names_the_pip_install(
     with pytest.raises(BackendNotInstalled) as info:
         registry.load(kind, name)
     assert info.value.code == "backend_not_installed"
-    assert install in info.value.detail
-    if kind == "stores":
-        assert 'pip install "pausetoken[sqlalchemy]"' in info.value.detail
+    assert install_hint(install) in info.value.detail
+
+
+def test_until_published_the_hint_installs_from_a_checkout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hide_distributions(monkeypatch, "pausetoken-sqlalchemy")
+    with pytest.raises(BackendNotInstalled) as info:
+        registry.load("stores", "postgresql")
+    if not PUBLISHED:
+        assert '"./sdk" "./backends/sqlalchemy[postgresql]"' in info.value.detail
+        assert "pausetoken[" not in info.value.detail
 
 
 def test_a_missing_store_error_never_shows_the_password(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -311,3 +311,21 @@ def test_importing_the_kit_without_its_extra_names_the_install(
     monkeypatch.setitem(sys.modules, "hypothesis", None)
     with pytest.raises(ImportError, match=r'pip install "pausetoken\[testing\]"'):
         importlib.import_module("pausetoken.testing")
+
+
+def test_without_the_testing_extra_the_import_error_says_how_to_install_it() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["hypothesis"] = None  # what an uninstalled package looks like
+        from pausetoken._install import install_hint
+        try:
+            import pausetoken.testing
+        except ImportError as exc:
+            assert install_hint("pausetoken[testing]") in str(exc), str(exc)
+            assert exc.name == "hypothesis"
+        else:
+            raise SystemExit("pausetoken.testing imported without hypothesis")
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)

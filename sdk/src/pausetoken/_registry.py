@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 import attrs
 
 from pausetoken._checkpoints import CHECKPOINTS_API_VERSION
+from pausetoken._install import install_hint
 from pausetoken._signer import SIGNERS_API_VERSION
 from pausetoken._store import STORE_API_VERSION, TokenStore
 from pausetoken._urls import redact_url, store_family
@@ -74,23 +75,24 @@ _API_VERSIONS: Final[Mapping[BackendKind, frozenset[int]]] = {
     "checkpoints": frozenset({CHECKPOINTS_API_VERSION}),
 }
 
-_SQLALCHEMY_HINT = (
-    'provided by pausetoken-sqlalchemy: pip install "pausetoken[sqlalchemy]" together with '
-    'the driver extra, e.g. pip install "pausetoken-sqlalchemy[{extra}]"'
-)
+
+def _sqlalchemy_hint(extra: str) -> str:
+    """The store and its driver in one line (``pausetoken[sqlite]`` brings both)."""
+    return f"provided by pausetoken-sqlalchemy: {install_hint(f'pausetoken[{extra}]')}"
+
 
 #: Backends pausetoken knows of but does not ship, with how to install them (the model is
 #: fsspec's ``known_implementations``).
 _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
     "stores": {
-        "sqlite": _SQLALCHEMY_HINT.format(extra="sqlite"),
-        "postgresql": _SQLALCHEMY_HINT.format(extra="postgresql"),
-        "mysql": _SQLALCHEMY_HINT.format(extra="mysql"),
-        "mariadb": _SQLALCHEMY_HINT.format(extra="mysql"),
+        "sqlite": _sqlalchemy_hint("sqlite"),
+        "postgresql": _sqlalchemy_hint("postgresql"),
+        "mysql": _sqlalchemy_hint("mysql"),
+        "mariadb": _sqlalchemy_hint("mysql"),
     },
     "signers": {},
     "checkpoints": {
-        "langgraph": 'provided by pausetoken-langgraph: pip install "pausetoken[langgraph]"',
+        "langgraph": f"provided by pausetoken-langgraph: {install_hint('pausetoken[langgraph]')}",
     },
 }
 

@@ -16,6 +16,7 @@ from sqlalchemy_support import SCOPE, claim_request
 
 from pausetoken import ClaimOutcome, TokenStore
 from pausetoken._claims import new_jti
+from pausetoken._install import install_hint
 from pausetoken._registry import open_store
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
 from pausetoken_sqlalchemy import (
@@ -207,7 +208,7 @@ def test_a_missing_driver_names_the_extra_to_install(
     monkeypatch.setitem(sys.modules, driver, None)  # what an uninstalled package looks like
     with pytest.raises(BackendNotInstalled) as caught:
         SQLAlchemyStore.from_url(url)
-    assert f'pip install "pausetoken-sqlalchemy[{extra}]"' in caught.value.detail
+    assert install_hint(f"pausetoken-sqlalchemy[{extra}]") in caught.value.detail
     with pytest.raises(BackendNotInstalled):
         open_store(url)
 

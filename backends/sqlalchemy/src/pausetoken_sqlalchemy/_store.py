@@ -22,6 +22,7 @@ from sqlalchemy.pool import QueuePool
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from pausetoken import redact_url
+from pausetoken._install import install_hint
 from pausetoken.exceptions import (
     BackendNotInstalled,
     ConfigurationError,
@@ -116,7 +117,7 @@ def _driver_installed(family: str) -> None:
     except ImportError as exc:
         msg = (
             f"the {family} store needs the {driver} driver: "
-            f'pip install "pausetoken-sqlalchemy[{family}]"'
+            f"{install_hint(f'pausetoken-sqlalchemy[{family}]')}"
         )
         raise BackendNotInstalled(msg) from exc
 

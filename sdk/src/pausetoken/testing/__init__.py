@@ -31,10 +31,12 @@ Example:
                 yield store
                 await store.aclose()
 
-Needs the ``testing`` extra: ``pip install "pausetoken[testing]"``.
+Needs the ``testing`` extra (``pausetoken[testing]``); the error says how to install it.
 """
 
 from __future__ import annotations
+
+from pausetoken._install import install_hint
 
 try:
     import hypothesis  # noqa: F401 - checked here so the error names the extra
@@ -43,7 +45,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a test with the import blocked
     _msg = (
         "pausetoken.testing needs pytest, pytest-asyncio and hypothesis: "
-        'pip install "pausetoken[testing]"'
+        f"{install_hint('pausetoken[testing]')}"
     )
     raise ImportError(_msg, name=exc.name) from exc
 
