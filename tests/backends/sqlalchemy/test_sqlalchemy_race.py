@@ -29,7 +29,9 @@ async def test_processes_racing_for_the_same_tokens_get_exactly_one_winner_each(
         url,
         jtis,
         processes=PROCESSES,
-        options={"table_name": table_name},
+        # Every claim of a process shares one SQLite connection: the last of 2,000 waits
+        # behind the others, longer than the default per-operation timeout.
+        options={"table_name": table_name, "timeout": 120},
         timeout=600,
     )
     assert counts == dict.fromkeys(jtis, 1)

@@ -247,10 +247,14 @@ class TokenStoreMachine(RuleBasedStateMachine):
         return order[slot]
 
     def _lease(self, key: str, who: str, index: int) -> str:
-        issued = self.issued[key]
         row = self.model.get(key)
-        if who == "holder" and row is not None and row.lease_id is not None:
-            return row.lease_id
+        holder = row.lease_id if row is not None else None
+        if who == "holder" and holder is not None:
+            return holder
+        # Never the current holder's lease: which racer of a batch won is up to the store,
+        # and what a step does must not depend on it (hypothesis needs the same draws to
+        # lead to the same states).
+        issued = [lease for lease in self.issued[key] if lease != holder]
         if who in {"holder", "old"} and issued:
             return issued[-1] if who == "holder" else issued[index % len(issued)]
         others = [lease for k, leases in self.issued.items() if k != key for lease in leases]
