@@ -80,7 +80,7 @@ class Effects:
 
 def refund_node(effects: Effects, name: str) -> Callable[[State], dict[str, Any]]:
     def node(state: State) -> dict[str, Any]:
-        decision = ask("approval", Refund(f"order-{name}", 1999), response=Decision)
+        decision = ask(APPROVAL, Refund(f"order-{name}", 1999))
         if effects.fail_next:
             effects.fail_next -= 1
             msg = "payment provider unavailable"

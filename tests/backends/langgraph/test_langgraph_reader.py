@@ -405,3 +405,32 @@ async def test_on_async_sqlite_saver_the_redemption_check_is_one_statement(
             await saver.conn.set_trace_callback(None)
     assert found.interrupt_id == first
     assert len(statements) == 1, statements
+
+
+async def test_ask_with_the_registered_interrupt_takes_its_name_and_response_type() -> None:
+    from langgraph_support import APPROVAL, Decision
+
+    seen: list[Decision] = []
+
+    def node(state: State) -> dict[str, Any]:
+        seen.append(ask(APPROVAL, Refund("order-typed", 1)))
+        return {"log": []}
+
+    builder = StateGraph(State)
+    builder.add_node("n", node)
+    builder.add_edge(START, "n")
+    builder.add_edge("n", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = thread()
+    paused = await graph.ainvoke({"log": []}, config)
+    [pause] = paused["__interrupt__"]
+    assert pause.value["name"] == "approval"
+    await graph.ainvoke(Command(resume={pause.id: {"approved": True}}), config)
+    assert seen == [Decision(approved=True)]
+
+
+def test_ask_refuses_an_interrupt_and_a_response_type_together() -> None:
+    from langgraph_support import APPROVAL, Decision
+
+    with pytest.raises(TypeError, match="response"):
+        ask(APPROVAL, Refund("order-typed", 1), response=Decision)  # type: ignore[call-overload]

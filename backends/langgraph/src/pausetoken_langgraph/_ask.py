@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, TypeVar, overload
 
-import cattrs
-from langgraph.types import interrupt
+from langgraph.types import interrupt as langgraph_interrupt
 
+from pausetoken import Interrupt
 from pausetoken._hashing import to_json_value
-from pausetoken._structure import make_converter
+from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
 from pausetoken.exceptions import InvalidResponse
 
 __all__ = ["ENVELOPE_VERSION", "ask", "envelope", "unwrap"]
@@ -23,7 +23,6 @@ R = TypeVar("R")
 # Structuring an answer has no service at hand inside a node; a converter of its own keeps
 # the same strict rules ("no" is not a bool) without sharing state between services.
 _converter = make_converter()
-_STRUCTURE_ERRORS = (cattrs.BaseValidationError, TypeError, ValueError, KeyError, AttributeError)
 
 
 def envelope(name: str, payload: Any) -> dict[str, Any]:
@@ -64,14 +63,20 @@ def unwrap(value: Any) -> tuple[str | None, Any]:
 
 
 @overload
-def ask(name: str, payload: Any) -> Any: ...
+def ask(interrupt: Interrupt[Any, R], payload: Any) -> R: ...
 
 
 @overload
-def ask(name: str, payload: Any, *, response: type[R]) -> R: ...
+def ask(interrupt: str, payload: Any) -> Any: ...
 
 
-def ask(name: str, payload: Any, *, response: type[Any] | None = None) -> Any:
+@overload
+def ask(interrupt: str, payload: Any, *, response: type[R]) -> R: ...
+
+
+def ask(
+    interrupt: Interrupt[Any, Any] | str, payload: Any, *, response: type[Any] | None = None
+) -> Any:
     """Pause the node to ask a person; return their answer when the run resumes.
 
     Call it inside a LangGraph node instead of ``interrupt()``. The node re-runs from its
@@ -83,29 +88,41 @@ def ask(name: str, payload: Any, *, response: type[Any] | None = None) -> Any:
     token minted for the pause binds the hash of the payload as LangGraph stored it.
 
     Args:
-        name: The registered interrupt name (``Interrupt(name, ...)`` on the service).
+        interrupt: The registered :class:`~pausetoken.Interrupt` (its name and response
+            type are used, so they are written once), or its name.
         payload: What is shown to the person: plain JSON data, or an attrs class, dataclass
             or pydantic model (stored as plain JSON).
-        response: The type to structure the answer into; without it the answer is
-            returned as the plain JSON that :func:`~pausetoken_langgraph.resume` sent.
+        response: With a name: the type to structure the answer into; without it the
+            answer is returned as the plain JSON that :func:`~pausetoken_langgraph.resume`
+            sent. With an ``Interrupt``: leave it out (its ``response`` type is used).
 
     Returns:
-        The answer.
+        The answer, typed as the interrupt's response type.
 
     Raises:
         UnsupportedPayload: the payload cannot be represented exactly as JSON.
-        InvalidResponse: the answer does not fit ``response``.
+        InvalidResponse: the answer does not fit the response type.
+        TypeError: both an ``Interrupt`` and ``response`` were given.
 
     Example:
+        >>> REFUND = Interrupt("refund", payload=Refund, response=Decision)  # doctest: +SKIP
         >>> def approve(state):  # doctest: +SKIP
-        ...     decision = ask("refund", {"amount_cents": 1999}, response=Decision)
+        ...     decision = ask(REFUND, Refund(state["order_id"], 1999))
         ...     return {"approved": decision.approved}
     """
-    answer = interrupt(envelope(name, payload))
+    if isinstance(interrupt, Interrupt):
+        if response is not None:
+            msg = "ask() takes the response type from the Interrupt; do not pass response="
+            raise TypeError(msg)
+        name, response = interrupt.name, interrupt.response
+    else:
+        name = interrupt
+    answer = langgraph_interrupt(envelope(name, payload))
     if response is None:
         return answer
     try:
         return _converter.structure(answer, response)
-    except _STRUCTURE_ERRORS as exc:
-        msg = f"the answer to {name!r} does not fit {getattr(response, '__name__', response)}"
-        raise InvalidResponse(msg) from exc
+    except STRUCTURE_ERRORS as exc:
+        problem, path = describe_error(exc, response)
+        msg = f"the answer to {name!r} does not fit its type: {problem} at {path}"
+        raise InvalidResponse(msg, field=path) from exc
