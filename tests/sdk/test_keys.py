@@ -548,6 +548,76 @@ def test_malformed_jwks_documents_are_refused(text: str) -> None:
     assert code_of(exc_info) == "jwks_invalid"
 
 
+_KEYGEN = "create a key set with `pausetoken keygen -o FILE`"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _PEM.decode(),
+        "\n" + _PEM.decode(),
+        _SSH.decode(),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n",
+    ],
+    ids=["pem", "pem-after-a-blank-line", "ssh-public", "openssh-private", "putty"],
+)
+def test_a_key_file_instead_of_a_jwks_is_key_is_pem(text: str) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(text)
+    assert code_of(exc_info) == "key_is_pem"
+    assert exc_info.value.detail == (
+        f"the key set is PEM, OpenSSH or PuTTY key material, not a JWK Set (JSON): {_KEYGEN}"
+    )
+
+
+def test_a_single_jwk_is_refused_saying_how_to_wrap_it() -> None:
+    jwk = KeyRing.generate(kid="k1").to_jwks()["keys"][0]
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(json.dumps(jwk))
+    assert code_of(exc_info) == "jwks_invalid"
+    assert exc_info.value.detail == (
+        'the key set is a single JWK, not a JWK Set: wrap it as {"keys": [<the JWK, with '
+        f'"kid" and "alg">]}}, or {_KEYGEN}'
+    )
+    assert jwk["k"] not in str(exc_info.value)
+
+
+def test_a_single_jwk_mapping_is_refused_too() -> None:
+    with pytest.raises(ConfigurationError, match="a single JWK"):
+        KeyRing.from_jwks({"kty": "OKP", "crv": "Ed25519", "x": "AAAA"})
+
+
+def test_a_bare_array_of_jwks_is_refused_saying_how_to_wrap_it() -> None:
+    jwks = KeyRing.generate(kid="k1").to_jwks()["keys"]
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(json.dumps(jwks))
+    assert code_of(exc_info) == "jwks_invalid"
+    assert exc_info.value.detail == (
+        f'the key set is a JSON array, not a JWK Set: wrap it as {{"keys": [...]}}, or {_KEYGEN}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "detail"),
+    [
+        ("", f"the key set is empty: {_KEYGEN}"),
+        (" \n", f"the key set is empty: {_KEYGEN}"),
+        ("k3y-m4t3r14l", f"the key set is not valid JSON (line 1, column 1): fix it, or {_KEYGEN}"),
+        (
+            '{\n  "keys": [\n',
+            f"the key set is not valid JSON (line 3, column 1): fix it, or {_KEYGEN}",
+        ),
+    ],
+    ids=["empty", "blank", "bare-secret", "truncated"],
+)
+def test_text_that_is_not_json_says_where_without_quoting_it(text: str, detail: str) -> None:
+    with pytest.raises(ConfigurationError) as exc_info:
+        KeyRing.from_jwks(text)
+    assert code_of(exc_info) == "jwks_invalid"
+    assert exc_info.value.detail == detail
+
+
 def test_pem_material_inside_a_jwk_is_refused() -> None:
     import base64
 

@@ -110,6 +110,8 @@ _KEY_FILE_MARKERS: Final = (
     b"PuTTY-User-Key-File",
 )
 _JWKS_MEMBERS: Final = frozenset({"keys", "active"})
+# What every refusal of a key set's shape tells the user to do.
+_MAKE_A_KEY_SET: Final = "create a key set with `pausetoken keygen -o FILE`"
 _OUR_JWK_MEMBERS: Final = frozenset({"kid", "alg", "use", "key_ops", "retire_at"})
 
 
@@ -457,11 +459,43 @@ def _parse_jwks_text(text: str) -> Any:
             raise _config_error(msg, "jwks_invalid")
         return out
 
+    if not text.strip():
+        msg = f"the key set is empty: {_MAKE_A_KEY_SET}"
+        raise _config_error(msg, "jwks_invalid")
     try:
         return json.loads(text, object_pairs_hook=no_duplicates)
+    except json.JSONDecodeError as exc:
+        # Checked only once JSON failed: a key file's markers are ordinary base64url text.
+        if any(marker.decode("ascii") in text for marker in _KEY_FILE_MARKERS):
+            msg = (
+                "the key set is PEM, OpenSSH or PuTTY key material, not a JWK Set (JSON): "
+                f"{_MAKE_A_KEY_SET}"
+            )
+            raise _config_error(msg, "key_is_pem") from exc
+        msg = (
+            f"the key set is not valid JSON (line {exc.lineno}, column {exc.colno}): fix "
+            f"it, or {_MAKE_A_KEY_SET}"
+        )
+        raise _config_error(msg, "jwks_invalid") from exc
     except (ValueError, RecursionError) as exc:
         msg = "the JWKS is not valid JSON"
         raise _config_error(msg, "jwks_invalid") from exc
+
+
+def _refuse_other_shapes(data: object) -> None:
+    """Name the common look-alikes of a JWK Set: one JWK, or a bare array of JWKs."""
+    if isinstance(data, Mapping) and "keys" not in data and "kty" in data:
+        msg = (
+            "the key set is a single JWK, not a JWK Set: wrap it as "
+            '{"keys": [<the JWK, with "kid" and "alg">]}, or ' + _MAKE_A_KEY_SET
+        )
+        raise _config_error(msg, "jwks_invalid")
+    if isinstance(data, list | tuple):
+        msg = (
+            'the key set is a JSON array, not a JWK Set: wrap it as {"keys": [...]}, or '
+            + _MAKE_A_KEY_SET
+        )
+        raise _config_error(msg, "jwks_invalid")
 
 
 def _validate_entries(
@@ -589,14 +623,19 @@ class KeyRing:
     def from_jwks(cls, jwks: str | Mapping[str, Any]) -> KeyRing:
         """Load a ring from a JWK Set (JSON text or a parsed mapping); see the class docs.
 
+        Text that is not JSON but PEM, OpenSSH or PuTTY key material is refused with
+        ``key_is_pem``; a single JWK or a bare array of JWKs with ``jwks_invalid`` and a
+        message that says so.
+
         Raises:
-            ConfigurationError: ``jwks_invalid``, ``key_alg_mismatch``, ``key_ops_invalid``,
-                ``key_invalid`` (also for an Ed25519 ``x`` that is not the public half of
-                its ``d``), the key-strength codes of :meth:`from_secret`,
-                ``alg_not_allowed``, ``duplicate_kid``, ``empty_keyring`` or
-                ``no_active_key``.
+            ConfigurationError: ``jwks_invalid``, ``key_is_pem``, ``key_alg_mismatch``,
+                ``key_ops_invalid``, ``key_invalid`` (also for an Ed25519 ``x`` that is not
+                the public half of its ``d``), the key-strength codes of
+                :meth:`from_secret`, ``alg_not_allowed``, ``duplicate_kid``,
+                ``empty_keyring`` or ``no_active_key``.
         """
         data = _parse_jwks_text(jwks) if isinstance(jwks, str) else jwks
+        _refuse_other_shapes(data)
         if not isinstance(data, Mapping):
             msg = "a JWKS is a JSON object with a 'keys' array"
             raise _config_error(msg, "jwks_invalid")
