@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import base64
+import importlib.metadata
 import io
 import json
 import os
+import platform
 import stat
 import subprocess
 import sys
 import time
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pausetoken import JoseSigner, KeyRing, SealedSigner
+from pausetoken import (
+    JoseSigner,
+    KeyRing,
+    MemoryStoreWarning,
+    Scope,
+    SealedSigner,
+    _cli,
+    hash_scope,
+)
 from pausetoken._claims import new_jti
 from pausetoken._cli import COMMANDS, main
+from pausetoken._install import install_hint
+from pausetoken._registry import register_store
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -68,7 +81,7 @@ def token(keys: KeyRing) -> str:
 
 @pytest.fixture(autouse=True)
 def _no_pausetoken_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("KEYS", "KEYS_FILE", "ISSUER", "AUDIENCE"):
+    for name in ("KEYS", "KEYS_FILE", "ISSUER", "AUDIENCE", "STORE_URL", "STORE_OPTIONS"):
         monkeypatch.delenv(f"PAUSETOKEN_{name}", raising=False)
 
 
@@ -308,14 +321,6 @@ def test_backends_lists_the_built_ins(capsys: pytest.CaptureFixture[str]) -> Non
 # -- errors and usage ---------------------------------------------------------------------
 
 
-def test_missing_rich_names_the_extra(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "rich.console", None)
-    assert main(["backends"]) == 2
-    assert 'pip install "pausetoken[cli]"' in capsys.readouterr().err
-
-
 def test_keygen_works_without_rich(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -355,3 +360,556 @@ def test_help_lists_every_registered_command(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     for command in COMMANDS:
         assert command.name in out
+
+
+# -- rich, and output without it --------------------------------------------------------------
+
+_RICH = ("rich", "rich.console", "rich.table", "rich.text", "rich.progress", "rich.markup")
+
+
+@pytest.fixture
+def no_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _RICH:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["backends"],
+        ["inspect", "TOKEN"],
+        ["store", "check", "memory://"],
+        ["bench", "--dir", "."],
+    ],
+    ids=["backends", "inspect", "store-check", "bench"],
+)
+@pytest.mark.usefixtures("no_rich")
+def test_every_command_that_draws_names_the_cli_extra_when_rich_is_missing(
+    argv: list[str], token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [token if arg == "TOKEN" else arg for arg in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    command = " ".join(argv[:2] if argv[0] == "store" else argv[:1])
+    assert (
+        f"pausetoken {command}: error [cli_rich_missing] `pausetoken {command}` draws its "
+        "output with rich, which is not installed"
+    ) in err
+    assert f"hint: {install_hint('pausetoken[cli]')}" in err
+    assert "ModuleNotFoundError" not in err
+
+
+@pytest.mark.usefixtures("no_rich")
+def test_json_output_needs_no_rich(token: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        assert main(["store", "check", "memory://", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passed"] is True
+    assert main(["backends", "--json"]) == 0
+    assert "stores" in json.loads(capsys.readouterr().out)
+    assert main(["inspect", token, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verified"] is False
+
+
+# -- --version --------------------------------------------------------------------------------
+
+
+def test_version_names_pausetoken_and_its_backends(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"pausetoken {importlib.metadata.version('pausetoken')}")
+    assert f"Python {platform.python_version()}" in out
+
+
+# -- pasted tokens ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "message", "hint"),
+    [
+        (
+            "Bearer {t}",
+            (
+                "the token starts with 'Bearer ', the HTTP authorization scheme, which is not "
+                "part of the token"
+            ),
+            "pass only what follows 'Bearer '",
+        ),
+        (
+            '"{t}"',
+            "the token is wrapped in quotes, which are not part of it",
+            "pass the token without its quotes",
+        ),
+        ("'{t}'", "the token is wrapped in quotes", "pass the token without its quotes"),
+        (
+            "{t}\n",
+            "the token ends with a line break",
+            "remove it, or pass the token on standard input with -",
+        ),
+        (
+            "{head}\n{tail}",
+            "the token has a line break after character 40 of",
+            "join its lines into one",
+        ),
+        (" {t}", "the token starts or ends with spaces", "remove the spaces around it"),
+        ("{head} {tail}", "the token contains spaces", "copy the token again, whole"),
+    ],
+    ids=["bearer", "double-quotes", "single-quotes", "trailing-break", "wrapped", "space", "inner"],
+)
+def test_a_pasted_token_is_refused_saying_what_was_pasted_with_it(
+    shape: str, message: str, hint: str, token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pasted = shape.format(t=token, head=token[:40], tail=token[40:])
+    assert main(["inspect", pasted]) == 1
+    err = capsys.readouterr().err
+    assert f"pausetoken inspect: error [token_malformed] {message}" in err
+    assert f"hint: {hint}" in err
+    assert token[:40] not in err
+    assert token[40:] not in err
+
+
+def test_standard_input_may_end_with_one_line_break_but_not_two(
+    token: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(token + "\r\n"))
+    assert main(["inspect", "-"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(token + "\n\n"))
+    assert main(["inspect", "-"]) == 1
+    assert "the token ends with a line break" in capsys.readouterr().err
+
+
+# -- hints ------------------------------------------------------------------------------------
+
+
+def test_a_token_error_gets_a_token_hint_not_a_settings_one(
+    keys_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    forged = JoseSigner(KeyRing.generate(kid="k1")).sign(_claims())
+    assert main(["inspect", forged, "--verify", "--keys", str(keys_file)]) == 1
+    err = capsys.readouterr().err
+    assert "hint: the token was not issued with these keys, or it was altered" in err
+    assert "PAUSETOKEN_*" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["keygen", "--kid", "no spaces"], "hint: a kid is 1 to 64 letters, digits and '_.:-'"),
+        (["inspect", "TOKEN", "--verify"], "hint: `pausetoken keygen -o FILE` writes a key set"),
+        (
+            ["inspect", "TOKEN", "--verify", "--keys", "KEYS", "--issuer", "other"],
+            "hint: set PAUSETOKEN_ISSUER (inspect: --issuer) to the minting service's issuer",
+        ),
+        (["store", "check", "memory://", "--concurrency", "1"], "hint: `pausetoken store check "),
+        (["store", "check", "nosuch://db"], "hint: `pausetoken backends` lists the installed"),
+    ],
+    ids=["kid", "no-keys", "issuer", "usage", "unknown-store"],
+)
+def test_each_error_gets_the_hint_of_its_code(
+    argv: list[str],
+    hint: str,
+    token: str,
+    keys_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    swap = {"TOKEN": token, "KEYS": str(keys_file)}
+    assert main([swap.get(arg, arg) for arg in argv]) in {1, 2}
+    err = capsys.readouterr().err
+    assert hint in err
+    assert err.count("hint:") == 1
+
+
+@posix_only
+def test_an_insecure_key_file_is_named_with_its_variable_and_the_fix(
+    token: str, keys_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys_file.chmod(0o666)
+    monkeypatch.setenv("PAUSETOKEN_KEYS_FILE", str(keys_file))
+    assert main(["inspect", token, "--verify"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"error [key_file_insecure] the key file {keys_file} (PAUSETOKEN_KEYS_FILE) can be "
+        "written by other users (mode 666)"
+    ) in err
+    assert "hint: chmod 600 the key file" in err
+
+
+def test_an_existing_output_file_hint_is_about_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text("keep me")
+    assert main(["keygen", "-o", str(path)]) == 2
+    assert "hint: choose another path" in capsys.readouterr().err
+
+
+# -- key files --------------------------------------------------------------------------------
+
+_PEM = (
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF\n"
+    "-----END PRIVATE KEY-----\n"
+)
+
+
+def _private_file(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            _PEM,
+            (
+                "[key_is_pem] the key file {path} (PAUSETOKEN_KEYS_FILE): the key set is PEM, "
+                "OpenSSH or PuTTY key material, not a JWK Set (JSON): create a key set with "
+                "`pausetoken keygen -o FILE`"
+            ),
+        ),
+        (
+            '{"kty": "oct", "kid": "k1", "alg": "HS256", "k": "c2VjcmV0"}',
+            (
+                "[jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE): the key set is a "
+                'single JWK, not a JWK Set: wrap it as {{"keys": [<the JWK, with "kid" and '
+                '"alg">]}}, or create a key set with `pausetoken keygen -o FILE`'
+            ),
+        ),
+        (
+            '{"keys": [',
+            (
+                "[jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE): the key set is not "
+                "valid JSON (line 1, column 11): fix it, or create a key set with "
+                "`pausetoken keygen -o FILE`"
+            ),
+        ),
+    ],
+    ids=["pem", "single-jwk", "truncated"],
+)
+def test_a_bad_key_file_is_named_with_its_variable_and_path(
+    content: str, message: str, token: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _private_file(tmp_path / "bad.json", content)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("PAUSETOKEN_KEYS_FILE", str(path))
+        assert main(["inspect", token, "--verify"]) == 2
+    err = capsys.readouterr().err
+    assert f"pausetoken inspect: error {message.format(path=path)}" in err
+    assert "MC4CAQAw" not in err
+    assert "c2VjcmV0" not in err
+
+
+def test_a_bad_keys_option_names_the_option(
+    token: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _private_file(tmp_path / "bad.pem", _PEM)
+    assert main(["inspect", token, "--verify", "--keys", str(path)]) == 2
+    assert f"error [key_is_pem] the key file {path} (--keys): " in capsys.readouterr().err
+
+
+def test_a_bad_inline_key_set_names_its_variable(
+    token: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAUSETOKEN_KEYS", _PEM)
+    assert main(["inspect", token, "--verify"]) == 2
+    assert "error [key_is_pem] PAUSETOKEN_KEYS: the key set is PEM" in capsys.readouterr().err
+
+
+# -- inspect --json ---------------------------------------------------------------------------
+
+
+def test_inspect_json_shows_header_and_claims_and_never_the_token(
+    token: str, keys_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["inspect", token, "--verify", "--keys", str(keys_file), "--json"]) == 0
+    out = capsys.readouterr().out
+    shown = json.loads(out)
+    assert shown["verified"] is True
+    assert shown["header"]["typ"] == "pause+jwt"
+    assert shown["claims"]["thread_id"] == "thread-1"
+    assert token.rsplit(".", 1)[1] not in out
+
+
+def test_inspect_json_escapes_hostile_values(capsys: pytest.CaptureFixture[str]) -> None:
+    header = {"alg": "HS256", "typ": "pause+jwt", "kid": "k1"}
+    hostile = _claims(thread_id="\x1b[2J\u202e")
+    crafted = f"{_segment(header)}.{_segment(hostile)}.c2lnbmF0dXJl"
+    assert main(["inspect", crafted, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\u202e" not in out
+    assert json.loads(out)["claims"]["thread_id"] == "\x1b[2J\u202e"
+
+
+# -- status and revoke ------------------------------------------------------------------------
+
+ACME = Scope("acme", namespace="billing")
+
+
+@pytest.fixture
+def service_env(keys_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys_file.chmod(0o600)
+    monkeypatch.setenv("PAUSETOKEN_STORE_URL", "sqlite_file_store:SQLiteFileStore")
+    monkeypatch.setenv("PAUSETOKEN_STORE_OPTIONS", json.dumps({"path": str(tmp_path / "t.db")}))
+    monkeypatch.setenv("PAUSETOKEN_KEYS_FILE", str(keys_file))
+
+
+@pytest.fixture
+def acme_token(keys: KeyRing) -> str:
+    return JoseSigner(keys).sign(_claims(scope_hash=hash_scope(ACME)))
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_revoke_status(acme_token: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status", acme_token, "--scope", "acme//billing"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "active\n"
+    assert "pausetoken status: the token is not answered yet: it can still be redeemed" in err
+    assert main(["revoke", acme_token, "--scope", "acme//billing"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "revoked\n"
+    assert "pausetoken revoke: the pause is revoked" in err
+    assert main(["status", acme_token, "--scope", "acme//billing", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"status": "revoked"}
+    assert main(["revoke", acme_token, "--scope", "acme//billing", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"status": "revoked", "revoked": True}
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_reads_the_token_from_standard_input(
+    acme_token: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(acme_token + "\n"))
+    scope = json.dumps({"tenant_id": "acme", "namespace": "billing"})
+    assert main(["status", "-", "--scope", scope]) == 0
+    assert capsys.readouterr().out == "active\n"
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_in_another_scope_is_refused_with_the_scope_hint(
+    acme_token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", acme_token, "--scope", "acme"]) == 1
+    err = capsys.readouterr().err
+    assert "pausetoken status: error [scope_mismatch]" in err
+    assert "hint: pass the --scope the token was minted for" in err
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_of_an_expired_token_is_expired(
+    keys: KeyRing, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = JoseSigner(keys).sign(_claims(iat=1_000_000, exp=1_003_600, scope_hash=hash_scope(ACME)))
+    assert main(["status", old, "--scope", "acme//billing"]) == 0
+    assert capsys.readouterr().out == "expired\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "scope"),
+    [
+        ("acme", Scope("acme")),
+        ("acme/eu", Scope("acme", sub_tenant_id="eu")),
+        ("acme/eu/billing", Scope("acme", sub_tenant_id="eu", namespace="billing")),
+        ("acme//billing", Scope("acme", namespace="billing")),
+        ('{"tenant_id": "a/b", "namespace": "c"}', Scope("a/b", namespace="c")),
+    ],
+)
+def test_scope_forms(text: str, scope: Scope) -> None:
+    assert _cli._parse_scope(text) == scope
+
+
+@pytest.mark.parametrize(
+    "text", ["", "/eu", "a/b/c/d", "{not json", '{"namespace": "x"}', '{"tenant_id": 1}']
+)
+def test_bad_scopes_are_usage_errors_that_never_repeat_the_value(
+    text: str, acme_token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", acme_token, "--scope", text]) == 2
+    err = capsys.readouterr().err
+    assert "[cli_usage] --scope" in err
+    if text:
+        assert text not in err
+
+
+def test_status_needs_a_scope(acme_token: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["status", acme_token]) == 2
+    assert "--scope" in capsys.readouterr().err
+
+
+def test_status_without_settings_says_what_to_set(
+    acme_token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status", acme_token, "--scope", "acme"]) == 2
+    err = capsys.readouterr().err
+    assert "error [settings_missing] pausetoken is not configured: set PAUSETOKEN_STORE_URL" in err
+    assert "hint: `pausetoken keygen -o FILE` writes a key set" in err
+    assert "PAUSETOKEN_STORE_URL names the store" in err
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_refuses_a_memory_store(
+    acme_token: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAUSETOKEN_STORE_URL", "memory://")
+    monkeypatch.delenv("PAUSETOKEN_STORE_OPTIONS")
+    assert main(["revoke", acme_token, "--scope", "acme//billing"]) == 2
+    assert "[cli_usage] PAUSETOKEN_STORE_URL is memory://" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_with_a_postgres_url_suggests_postgresql(
+    acme_token: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAUSETOKEN_STORE_URL", "postgres://app:hunter2@db/tokens")
+    monkeypatch.delenv("PAUSETOKEN_STORE_OPTIONS")
+    assert main(["status", acme_token, "--scope", "acme//billing"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error [unknown_backend] PAUSETOKEN_STORE_URL: postgres:// names no store; did you "
+        "mean postgresql+asyncpg://app:***@db/tokens"
+    ) in err
+    assert "hunter2" not in err
+
+
+@pytest.mark.usefixtures("service_env")
+def test_status_names_a_single_jwk_key_file_by_its_variable(
+    acme_token: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = _private_file(tmp_path / "one.json", '{"kty": "oct", "k": "c2VjcmV0"}')
+    monkeypatch.setenv("PAUSETOKEN_KEYS_FILE", str(path))
+    assert main(["status", acme_token, "--scope", "acme//billing"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"error [jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE in the environment): "
+        "the key set is a single JWK, not a JWK Set"
+    ) in err
+    assert "PAUSETOKEN_KEYS in" not in err
+
+
+# -- backends ---------------------------------------------------------------------------------
+
+
+def test_backends_json_lists_targets_and_import_state(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backends", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert set(listing) == {"stores", "signers", "checkpoints"}
+    memory = next(b for b in listing["stores"] if b["name"] == "memory")
+    assert memory == {
+        "name": "memory",
+        "target": "pausetoken._memory_store:MemoryStore",
+        "distribution": "pausetoken",
+        "version": importlib.metadata.version("pausetoken"),
+        "imports": True,
+        "error": None,
+    }
+
+
+def test_backends_is_readable_in_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["backends"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    version = importlib.metadata.version("pausetoken")
+    assert f"pausetoken {version}" in out  # not folded across lines
+    assert "provided by" in out
+
+
+def test_backends_shows_a_backend_that_fails_to_import(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    register_store("broken", "pausetoken_no_such_module:Store")
+    assert main(["backends"]) == 0
+    assert "no: backend_not_installed" in capsys.readouterr().out
+
+
+# -- bench ------------------------------------------------------------------------------------
+
+_FAST = """\
+import sys
+print("warming up")
+print("ratio ours / theirs: 1.50  (target >= 1.0)")
+print("ratio slow / fast: 3.00  (target <= 2)")
+print("mint      5,993 ops/s   joserfc jwt.encode      25,876 ops/s   ratio 0.23")
+if "--quick" in sys.argv:
+    print("latency ratio 200,000 / 10,000 rows: 1.05")
+"""
+
+
+@pytest.fixture
+def bench_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "benchmarks"
+    directory.mkdir()
+    (directory / "fast.py").write_text(_FAST)
+    (directory / "broken.py").write_text("import pausetoken_no_such_module\n")
+    (directory / "_shared.py").write_text("raise SystemExit(3)\n")
+    return directory
+
+
+def test_bench_prints_the_ratio_table_and_passes_quick_through(
+    bench_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "fast", "--quick", "--dir", str(bench_dir)]) == 0
+    out, err = capsys.readouterr()
+    assert "pausetoken benchmarks: ratios" in out
+    rows = {line.split("│")[2].strip(): line for line in out.splitlines() if line.count("│") == 5}
+    assert "1.50" in rows["ours / theirs"]
+    assert ">= 1.0" in rows["ours / theirs"]
+    assert "<= 2 (missed)" in rows["slow / fast"]
+    assert "0.23" in rows["mint vs joserfc jwt.encode"]
+    assert "1.05" in rows["latency 200,000 / 10,000 rows"]
+    assert "1/1" in err  # the progress bar
+
+
+def test_bench_reports_a_failing_benchmark(
+    bench_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "--dir", str(bench_dir)]) == 1
+    out, err = capsys.readouterr()
+    assert "ours / theirs" in out
+    assert "latency" not in out  # no --quick
+    assert "pausetoken bench: broken failed (exit status 1)" in err
+    assert "cause: it needs the module 'pausetoken_no_such_module', which is not installed" in err
+    assert f"hint: `python {bench_dir / 'broken.py'}` shows its whole output" in err
+    assert "_shared" not in out + err
+
+
+def test_bench_refuses_an_unknown_benchmark(
+    bench_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "nope", "--dir", str(bench_dir)]) == 2
+    assert "[cli_usage] no benchmark named nope; there are broken, fast" in capsys.readouterr().err
+
+
+def test_bench_outside_a_checkout_says_the_benchmarks_are_not_installed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_cli, "_checkouts", lambda: iter(()))
+    assert main(["bench"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "pausetoken bench: error [cli_benchmarks_missing] the benchmarks are scripts in a "
+        "checkout of the pausetoken repository (benchmarks/), not part of the installed package"
+    ) in err
+    assert "hint: run it in a clone of the pausetoken repository, or pass --dir DIR" in err
+
+
+def test_bench_with_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--dir", str(tmp_path / "nope")]) == 2
+    assert "[cli_benchmarks_missing] --dir" in capsys.readouterr().err
+
+
+def test_bench_runs_the_verify_benchmark_of_this_checkout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["bench", "verify", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "ours / joserfc" in out
+    assert "hostile reject / normal reject (worst)" in out

@@ -334,6 +334,74 @@ def test_env_keys_file_others_may_read_loads_with_a_warning(
     assert all(jwks not in record.getMessage() for record in caplog.records)
 
 
+_PEM = (
+    "-----BEGIN PRIVATE KEY-----\n"
+    "MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF\n"
+    "-----END PRIVATE KEY-----\n"
+)
+_SSH = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE me@host\n"
+_ONE_JWK = json.dumps({"kty": "oct", "kid": "k1", "alg": "HS256", "k": _b64(b"s" * 32)})
+
+
+def _key_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "keys.json"
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "says"),
+    [
+        (_PEM, "key_is_pem", "the key set is PEM, OpenSSH or PuTTY key material, not a JWK Set"),
+        (_SSH, "key_is_pem", "the key set is PEM, OpenSSH or PuTTY key material, not a JWK Set"),
+        (_ONE_JWK, "jwks_invalid", "the key set is a single JWK, not a JWK Set"),
+        ("[" + _ONE_JWK + "]", "jwks_invalid", "the key set is a JSON array, not a JWK Set"),
+        ('{"keys": [}', "jwks_invalid", "the key set is not valid JSON (line 1, column 11)"),
+        ("", "jwks_invalid", "the key set is empty"),
+    ],
+    ids=["pem", "ssh", "single-jwk", "array", "not-json", "empty"],
+)
+def test_env_bad_keys_file_names_the_variable_and_the_path(
+    tmp_path: Path, text: str, code: str, says: str
+) -> None:
+    path = _key_file(tmp_path, text)
+    env = {"PAUSETOKEN_STORE_URL": "memory://", "PAUSETOKEN_KEYS_FILE": str(path)}
+    error = _refused(code, Settings.from_env, env)
+    assert error.detail.startswith(
+        f"the key file {path} (PAUSETOKEN_KEYS_FILE in the environment): {says}"
+    )
+    assert error.detail.endswith("create a key set with `pausetoken keygen -o FILE`")
+    assert "PAUSETOKEN_KEYS in" not in error.detail
+    for secret in ("MC4CAQAw", "AAAAC3Nz", _b64(b"s" * 32)):
+        assert secret not in str(error)
+
+
+def test_env_pem_in_the_keys_variable_names_that_variable(env: dict[str, str]) -> None:
+    env["PAUSETOKEN_KEYS"] = _PEM
+    error = _refused("key_is_pem", Settings.from_env, env)
+    assert error.detail.startswith("PAUSETOKEN_KEYS in the environment: the key set is PEM")
+    assert "MC4CAQAw" not in str(error)
+
+
+def test_env_weak_key_in_a_keys_file_names_the_file(tmp_path: Path) -> None:
+    path = _key_file(tmp_path, _jwks(b"0123456789abcdef"))
+    env = {"PAUSETOKEN_STORE_URL": "memory://", "PAUSETOKEN_KEYS_FILE": str(path)}
+    error = _refused("key_too_short", Settings.from_env, env)
+    assert error.detail.startswith(f"the key file {path} (PAUSETOKEN_KEYS_FILE in the environment)")
+
+
+def test_env_keys_file_others_may_write_names_the_variable(tmp_path: Path, jwks: str) -> None:
+    path = _key_file(tmp_path, jwks)
+    path.chmod(0o666)
+    env = {"PAUSETOKEN_STORE_URL": "memory://", "PAUSETOKEN_KEYS_FILE": str(path)}
+    error = _refused("key_file_insecure", Settings.from_env, env)
+    assert error.detail == (
+        f"the key file {path} (PAUSETOKEN_KEYS_FILE in the environment) can be written by other "
+        "users (mode 666); chmod 600 it"
+    )
+
+
 def test_env_store_url_password_never_reaches_an_error(env: dict[str, str]) -> None:
     env["PAUSETOKEN_STORE_URL"] = "postgresql://app:pw-in-url@db/app"
     env["PAUSETOKEN_LEASE"] = "soon"
@@ -429,6 +497,20 @@ def test_toml_bad_duration_is_refused(tmp_path: Path, jwks: str) -> None:
     )
     error = _refused("settings_invalid", Settings.from_toml, path)
     assert "ttl" in error.detail
+
+
+def test_toml_bad_keys_file_names_the_key_the_toml_file_and_the_key_file(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "keys.pem").write_text(_PEM)
+    (tmp_path / "keys.pem").chmod(0o600)
+    path = tmp_path / "p.toml"
+    path.write_text('[pausetoken]\nstore_url = "memory://"\nkeys_file = "keys.pem"\n')
+    error = _refused("key_is_pem", Settings.from_toml, path)
+    assert error.detail.startswith(
+        f"the key file {tmp_path / 'keys.pem'} (keys_file in {path} [pausetoken]): the key set "
+        "is PEM"
+    )
 
 
 def test_toml_missing_file_is_unreadable(tmp_path: Path) -> None:

@@ -432,16 +432,41 @@ def _parse_json_object(variable: str, value: str) -> dict[str, Any]:
     return parsed
 
 
-def _read_keys_file(path: str, base_dir: str | None, name: str) -> str:
+def _load_keys_file(path: str, base_dir: str | None, name: str) -> KeyRing:
+    """Read and load the key set in ``path``; every refusal names ``name`` and the path.
+
+    Args:
+        path: The key file, as given.
+        base_dir: What a relative ``path`` is relative to (default: the working directory).
+        name: How the user gave the path (``PAUSETOKEN_KEYS_FILE``, ``keys_file``,
+            ``--keys``).
+
+    Returns:
+        The key ring.
+
+    Raises:
+        ConfigurationError: ``settings_file_unreadable``, ``key_file_insecure`` or the key
+            set's own codes (``jwks_invalid``, ``key_is_pem``, ...), the message starting
+            with the path and ``name``.
+    """
     file = Path(path)
     if base_dir is not None and not file.is_absolute():
         file = Path(base_dir) / file
+    where = f"the key file {file} ({name})"
     try:
-        return read_keys_file(file)
+        text = read_keys_file(file)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        msg = f"cannot read the key file {file} ({name}): {reason or type(exc).__name__}"
+        msg = f"cannot read {where}: {reason or type(exc).__name__}"
         raise _error(UNREADABLE, msg) from exc
+    except ConfigurationError as exc:
+        # The mode check names the path already; add where it came from.
+        detail = exc.detail.replace(f"the key file {file}", where, 1)
+        raise _error(exc.code, detail if detail != exc.detail else f"{where}: {detail}") from exc
+    try:
+        return KeyRing.from_jwks(text)
+    except ConfigurationError as exc:
+        raise _error(exc.code, f"{where}: {exc.detail}") from exc
 
 
 def _load(data: dict[str, Any], source: _Source) -> Settings:
@@ -467,7 +492,8 @@ def _load(data: dict[str, Any], source: _Source) -> Settings:
         if not isinstance(path, str | os.PathLike):
             msg = f"{spell('keys_file')} must be a path"
             raise _error(INVALID, msg)
-        data["keys"] = _read_keys_file(os.fspath(path), source.base_dir, spell("keys_file"))
+        given = f"{spell('keys_file')} in {source.label}"
+        data["keys"] = _load_keys_file(os.fspath(path), source.base_dir, given)
     try:
         return _converter.structure(data, Settings)
     except cattrs.BaseValidationError as exc:

@@ -166,6 +166,10 @@ class ConfigurationError(PauseTokenError):
         "cli_rich_missing": "The command draws tables and rich (the cli extra) is not installed.",
         "cli_output_exists": "keygen -o names a path that exists; it is never overwritten.",
         "cli_output_unwritable": "keygen -o cannot create its file.",
+        "cli_benchmarks_missing": (
+            "pausetoken bench finds no benchmark scripts (they are in a checkout, not the wheel)."
+        ),
+        "demo_checkpointer_failed": "The demo cannot open its LangGraph checkpointer.",
         "langgraph_no_checkpointer": "The LangGraph graph was compiled without a checkpointer.",
         "langgraph_sync_checkpointer": (
             "The LangGraph graph's checkpointer is synchronous; the helpers need an async one."

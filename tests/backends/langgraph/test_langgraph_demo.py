@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from langgraph.types import Command
 from langgraph_support import postgresql_url
 
 from pausetoken._cli import main
+from pausetoken._install import install_hint
 from pausetoken_langgraph import Resumed, _demo
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import pytest
 
 
 def test_the_demo_passes_every_step_on_sqlite(
@@ -108,14 +109,130 @@ def test_the_demo_without_the_langgraph_distribution_names_the_install(
 
     err = capsys.readouterr().err
     assert status == 2
-    assert 'pip install "pausetoken[langgraph' in err
-    assert "pausetoken-langgraph[sqlite]" in err
+    assert "pausetoken demo: error [demo_not_installed] the demo runs a LangGraph graph" in err
+    hint = install_hint("pausetoken[langgraph,sqlite,cli]", "pausetoken-langgraph[sqlite]")
+    assert f"hint: {hint}" in err
 
 
-def test_an_unusable_checkpointer_url_is_a_usage_error(
+def test_the_demo_without_rich_names_the_cli_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("rich", "rich.console", "rich.table", "rich.text"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+    status = main(["demo", "--dir", str(tmp_path)])
+
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "error [cli_rich_missing] `pausetoken demo` draws its output with rich" in err
+    assert f"hint: {install_hint('pausetoken[cli]')}" in err
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        (
+            "mongodb://nowhere",
+            (
+                "--checkpointer takes postgresql://USER@HOST/DB or sqlite:///PATH "
+                "(got a mongodb:// URL)"
+            ),
+        ),
+        (
+            "postgresql+asyncpg://app@db/x",
+            (
+                "--checkpointer: LangGraph's AsyncPostgresSaver connects with psycopg; write "
+                "postgresql://... (not postgresql+asyncpg://)"
+            ),
+        ),
+        (
+            "sqlite:////pausetoken-no-such-directory/checkpoints.db",
+            (
+                "--checkpointer sqlite:////pausetoken-no-such-directory/checkpoints.db: the "
+                "directory /pausetoken-no-such-directory does not exist"
+            ),
+        ),
+    ],
+    ids=["other-scheme", "asyncpg", "missing-directory"],
+)
+def test_an_unusable_checkpointer_url_is_refused_before_anything_is_printed(
+    url: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["demo", "--dir", str(tmp_path), "--checkpointer", url])
+
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    assert f"pausetoken demo: error [cli_usage] {message}" in err
+    assert "hint: `pausetoken demo --help` lists the options" in err
+
+
+def test_a_checkpointer_that_refuses_says_what_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["demo", "--dir", str(tmp_path), "--checkpointer", "mongodb://nowhere"])
+    pytest.importorskip("langgraph.checkpoint.postgres.aio")
+    port = _free_port()
+    url = f"postgresql://app:hunter2@127.0.0.1:{port}/tokens"
+
+    status = main(["demo", "--dir", str(tmp_path), "--checkpointer", url])
+
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    assert (
+        "pausetoken demo: error [demo_checkpointer_failed] cannot open the LangGraph "
+        f"checkpointer (AsyncPostgresSaver postgresql://app:***@127.0.0.1:{port}/tokens)"
+    ) in err
+    assert f"cause: connection refused on 127.0.0.1:{port}" in err
+    assert "unexpected" not in err
+    assert "hunter2" not in err
+
+
+def test_a_store_that_refuses_says_what_failed_before_anything_is_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("asyncpg")
+    port = _free_port()
+    url = f"postgresql+asyncpg://app:hunter2@127.0.0.1:{port}/tokens"
+
+    status = main(["demo", "--dir", str(tmp_path), "--store", url])
+
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert out == ""
+    assert "pausetoken demo: error [store_unavailable]" in err
+    assert f"cause: connection refused on 127.0.0.1:{port}" in err
+    assert "hunter2" not in err
+
+
+def test_a_postgres_store_url_suggests_postgresql(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["demo", "--dir", str(tmp_path), "--store", "postgres://app:hunter2@db/x"])
+
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    assert (
+        "error [unknown_backend] --store: postgres:// names no store; did you mean "
+        "postgresql+asyncpg://app:***@db/x"
+    ) in err
+    assert "hunter2" not in err
+
+
+def test_an_unusable_directory_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+
+    status = main(["demo", "--dir", str(taken / "demo")])
 
     assert status == 2
-    assert "--checkpointer" in capsys.readouterr().err
+    assert f"error [cli_usage] cannot create --dir {taken / 'demo'}: " in capsys.readouterr().err

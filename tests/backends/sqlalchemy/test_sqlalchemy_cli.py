@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import secrets
+import socket
 from typing import TYPE_CHECKING
+
+import pytest
+from sqlalchemy.engine import make_url
 
 from pausetoken._cli import main
 
 if TYPE_CHECKING:
-    import pytest
+    from pathlib import Path
 
 
 def test_store_check_passes_on_every_engine(
@@ -15,9 +20,24 @@ def test_store_check_passes_on_every_engine(
 ) -> None:
     assert main(["store", "check", f"{url}?table_name={table_name}"]) == 0
     out = capsys.readouterr().out
-    for step in ("check", "concurrent claims", "purge"):
+    for step in ("schema", "check", "concurrent claims", "purge"):
         assert step in out
     assert "FAIL" not in out
+    assert "not run" not in out
+
+
+@pytest.mark.xfail(
+    reason="SQLAlchemyStore.ensure_schema() does not return whether it created the table yet",
+    strict=True,
+)
+def test_store_check_says_whether_it_created_the_schema(
+    url: str, table_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = f"{url}?table_name={table_name}"
+    assert main(["store", "check", target]) == 0
+    assert "created" in capsys.readouterr().out
+    assert main(["store", "check", target]) == 0
+    assert "already present" in capsys.readouterr().out
 
 
 def test_store_purge_runs_on_every_engine(
@@ -28,3 +48,80 @@ def test_store_purge_runs_on_every_engine(
     capsys.readouterr()
     assert main(["store", "purge", target, "--before", "1h"]) == 0
     assert capsys.readouterr().out.strip() == "0"  # the check's rows are still live
+
+
+def _server(url: str) -> None:
+    if url.startswith("sqlite"):
+        pytest.skip("SQLite has no server")
+
+
+def test_store_check_of_a_missing_database_names_it(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _server(url)
+    name = f"pt_missing_{secrets.token_hex(4)}"
+    missing = make_url(url).set(database=name)
+    target = missing.render_as_string(hide_password=False)
+    assert main(["store", "check", target]) == 2
+    captured = capsys.readouterr()
+    said = (
+        f'database "{name}" does not exist'
+        if missing.get_backend_name() == "postgresql"
+        else f"Unknown database '{name}'"
+    )
+    assert (
+        f'pausetoken store check: error [store_misconfigured] stopped at step "schema": {said}'
+    ) in captured.err
+    assert said in captured.out
+    assert captured.out.count("not run") == 6
+    assert "hint: waiting will not help" in captured.err
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_store_check_of_a_refused_connection_names_the_address(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _server(url)
+    port = _free_port()
+    target = make_url(url).set(host="127.0.0.1", port=port).render_as_string(hide_password=False)
+    assert main(["store", "check", target]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "pausetoken store check: error [store_unavailable] stopped at step "
+        f'"schema": connection refused on 127.0.0.1:{port}'
+    ) in err
+    assert "hint: check that the database server is running" in err
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (
+            lambda tmp: tmp / "no-such-directory" / "tokens.db",
+            "unable to open database file: the directory {tmp}/no-such-directory does not exist",
+        ),
+        (lambda tmp: tmp, "unable to open database file"),
+        (lambda tmp: _garbage(tmp / "garbage.db"), "file is not a database"),
+    ],
+    ids=["missing-directory", "a-directory", "not-a-database"],
+)
+def test_store_check_of_an_unusable_sqlite_file_says_why(
+    make: object, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    assert main(["store", "check", f"sqlite+aiosqlite:///{path}"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "pausetoken store check: error [store_misconfigured] stopped at step "
+        f'"schema": {said.format(tmp=tmp_path)}'
+    ) in err
+
+
+def _garbage(path: Path) -> Path:
+    path.write_bytes(secrets.token_bytes(4096))
+    return path

@@ -6,8 +6,9 @@ import asyncio
 import contextvars
 import re
 import time
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, TypedDict
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict
 
 import attrs
 from langgraph.graph import END, START, StateGraph
@@ -22,6 +23,7 @@ from pausetoken import (
     open_store,
     redact_url,
 )
+from pausetoken._install import install_hint
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     BackendNotInstalled,
@@ -38,7 +40,7 @@ from pausetoken_langgraph._resume import mint_pending, resume
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
-    from pathlib import Path
+    from contextlib import AbstractAsyncContextManager
 
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.pregel import Pregel
@@ -118,39 +120,95 @@ def _build_graph(saver: BaseCheckpointSaver[Any], ledger: _Ledger) -> Pregel[Any
     return builder.compile(checkpointer=saver)
 
 
-@asynccontextmanager
-async def _checkpointer(
-    url: str | None, directory: Path
-) -> AsyncIterator[BaseCheckpointSaver[Any]]:
-    if url is None or url.startswith("sqlite:///"):
+@attrs.frozen
+class _Checkpointer:
+    """The checkpointer the options ask for, checked before anything is printed."""
+
+    kind: Literal["sqlite", "postgresql"]
+    target: str  # a file path, or psycopg's postgresql:// URL
+    shown: str  # what the report prints (the URL redacted)
+
+
+def _plan_checkpointer(url: str | None, directory: Path) -> _Checkpointer:
+    if url is None:
+        path = str(directory / "checkpoints.db")
+        return _Checkpointer("sqlite", path, f"AsyncSqliteSaver {path}")
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        parent = Path(path).expanduser().absolute().parent
+        if not path or not parent.is_dir():
+            msg = (
+                f"--checkpointer {redact_url(url)}: the directory {parent} does not exist"
+                if path
+                else "--checkpointer sqlite:///PATH needs the path of the SQLite file"
+            )
+            raise ConfigurationError(msg, code="cli_usage")
+        return _Checkpointer("sqlite", path, f"AsyncSqliteSaver {path}")
+    if _POSTGRESQL.match(url):
+        target = _POSTGRESQL.sub("postgresql://", url)
+        return _Checkpointer("postgresql", target, f"AsyncPostgresSaver {redact_url(url)}")
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme.lower().startswith("postgres"):
+        msg = (
+            f"--checkpointer: LangGraph's AsyncPostgresSaver connects with psycopg; write "
+            f"postgresql://... (not {scheme}://)"
+        )
+    else:
+        got = f"a {scheme}:// URL" if scheme else "no URL scheme"
+        msg = f"--checkpointer takes postgresql://USER@HOST/DB or sqlite:///PATH (got {got})"
+    raise ConfigurationError(msg, code="cli_usage")
+
+
+def _saver_factory(
+    plan: _Checkpointer,
+) -> Callable[[str], AbstractAsyncContextManager[BaseCheckpointSaver[Any]]]:
+    if plan.kind == "sqlite":
         try:
             from langgraph.checkpoint.sqlite.aio import (  # noqa: PLC0415 - optional extra
                 AsyncSqliteSaver,
             )
         except ImportError as exc:
-            msg = 'the demo needs SQLite checkpoints: pip install "pausetoken-langgraph[sqlite]"'
-            raise BackendNotInstalled(msg) from exc
-        path = str(directory / "checkpoints.db") if url is None else url.removeprefix("sqlite:///")
-        async with AsyncSqliteSaver.from_conn_string(path) as saver:
-            yield saver
-        return
-    if _POSTGRESQL.match(url):
-        try:
-            from langgraph.checkpoint.postgres.aio import (  # noqa: PLC0415 - optional extra
-                AsyncPostgresSaver,
-            )
-        except ImportError as exc:
             msg = (
-                "PostgreSQL checkpoints need the extra: "
-                'pip install "pausetoken-langgraph[postgresql]"'
+                f"the demo needs SQLite checkpoints: {install_hint('pausetoken-langgraph[sqlite]')}"
             )
             raise BackendNotInstalled(msg) from exc
-        async with AsyncPostgresSaver.from_conn_string(_POSTGRESQL.sub("postgresql://", url)) as pg:
-            await pg.setup()
-            yield pg
-        return
-    msg = "--checkpointer takes a postgresql://... or sqlite:///path URL"
-    raise ConfigurationError(msg, code="cli_usage")
+        return AsyncSqliteSaver.from_conn_string
+    try:
+        from langgraph.checkpoint.postgres.aio import (  # noqa: PLC0415 - optional extra
+            AsyncPostgresSaver,
+        )
+    except ImportError as exc:
+        msg = (
+            "PostgreSQL checkpoints need the extra: "
+            f"{install_hint('pausetoken-langgraph[postgresql]')}"
+        )
+        raise BackendNotInstalled(msg) from exc
+    return AsyncPostgresSaver.from_conn_string
+
+
+@asynccontextmanager
+async def _open_saver(plan: _Checkpointer) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    factory = _saver_factory(plan)
+    async with AsyncExitStack() as stack:
+        try:
+            saver = await stack.enter_async_context(factory(plan.target))
+            setup = getattr(saver, "setup", None)
+            if plan.kind == "postgresql" and setup is not None:
+                await setup()
+        except Exception as exc:
+            # The driver's message goes on the cause chain, where the CLI reads it redacted.
+            msg = f"cannot open the LangGraph checkpointer ({plan.shown})"
+            raise ConfigurationError(msg, code="demo_checkpointer_failed") from exc
+        yield saver
+
+
+@asynccontextmanager
+async def _checkpointer(
+    url: str | None, directory: Path
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer ``--checkpointer url`` asks for (the benchmarks open theirs so)."""
+    async with _open_saver(_plan_checkpointer(url, directory)) as saver:
+        yield saver
 
 
 def _short(token: str) -> str:
@@ -200,70 +258,90 @@ async def run_demo(
         ``True`` if every step behaved as expected.
 
     Raises:
-        ConfigurationError: a backend is missing or a URL is not usable.
+        ConfigurationError: a backend is missing, a URL is not usable, or the checkpointer
+            or the store cannot be opened (``demo_checkpointer_failed``, the store's own
+            codes). The options are checked and both are opened before anything is printed.
+        StoreUnavailable: the token store cannot be reached.
     """
     from rich.table import Table  # noqa: PLC0415 - rich is the [cli] extra
     from rich.text import Text  # noqa: PLC0415
 
     store_url = store_url or f"sqlite+aiosqlite:///{directory / 'tokens.db'}"
-    console.print(Text("pausetoken demo: a refund approval on LangGraph", style="bold"))
+    plan = _plan_checkpointer(checkpointer_url, directory)
+    _saver_factory(plan)  # a missing extra is said before anything is printed
+    store: TokenStore = open_store(store_url)
+    try:
+        await store.check()
+        async with _open_saver(plan) as saver:
+            return await _run(
+                store,
+                saver,
+                store_shown=redact_url(store_url),
+                checkpointer_shown=plan.shown,
+                console=console,
+                table_type=Table,
+                text_type=Text,
+            )
+    finally:
+        await store.aclose()
+
+
+async def _run(
+    store: TokenStore,
+    saver: BaseCheckpointSaver[Any],
+    *,
+    store_shown: str,
+    checkpointer_shown: str,
+    console: Console,
+    table_type: Any,
+    text_type: Any,
+) -> bool:
+    text = text_type
+    console.print(text("pausetoken demo: a refund approval on LangGraph", style="bold"))
     console.print(
-        Text(
+        text(
             "Keys are generated in this process for the demo only; a service loads its key "
             "set from PAUSETOKEN_KEYS_FILE (see `pausetoken keygen`).",
             style="dim",
         )
     )
-    console.print(Text(f"token store:  {redact_url(store_url)}", style="dim"))
-    console.print(Text(f"checkpointer: {_describe(checkpointer_url, directory)}", style="dim"))
+    console.print(text(f"token store:  {store_shown}", style="dim"))
+    console.print(text(f"checkpointer: {checkpointer_shown}", style="dim"))
     steps: list[_Step] = []
 
     def report(step: _Step) -> None:
         steps.append(step)
-        mark = Text("PASS ", style="bold green") if step.passed else Text("FAIL ", style="bold red")
-        console.print(mark + Text(step.title, style="bold") + Text(f" - {step.detail}"))
+        mark = text("PASS ", style="bold green") if step.passed else text("FAIL ", style="bold red")
+        console.print(mark + text(step.title, style="bold") + text(f" - {step.detail}"))
 
     started = time.perf_counter()
-    async with _checkpointer(checkpointer_url, directory) as saver:
-        store: TokenStore = open_store(store_url)
-        try:
-            ledger = _Ledger()
-            graph = _build_graph(saver, ledger)
-            tokens = PauseTokens(
-                signer=JoseSigner(KeyRing.generate()),
-                store=store,
-                checkpoints=LangGraphCheckpoints(graph),
-            )
-            tokens.register(Interrupt("refund_approval", payload=RefundRequest, response=Decision))
-            try:
-                await _steps(
-                    tokens,
-                    graph=graph,
-                    ledger=ledger,
-                    report=report,
-                    console=console,
-                    table_type=Table,
-                    text_type=Text,
-                )
-            except PauseTokenError as exc:
-                detail = f"{exc.code} (HTTP {exc.http_status})"
-                report(_Step("unexpected refusal", passed=False, detail=detail))
-        finally:
-            await store.aclose()
+    ledger = _Ledger()
+    graph = _build_graph(saver, ledger)
+    tokens = PauseTokens(
+        signer=JoseSigner(KeyRing.generate()),
+        store=store,
+        checkpoints=LangGraphCheckpoints(graph),
+    )
+    tokens.register(Interrupt("refund_approval", payload=RefundRequest, response=Decision))
+    try:
+        await _steps(
+            tokens,
+            graph=graph,
+            ledger=ledger,
+            report=report,
+            console=console,
+            table_type=table_type,
+            text_type=text_type,
+        )
+    except PauseTokenError as exc:
+        detail = f"{exc.code} (HTTP {exc.http_status})"
+        report(_Step("unexpected refusal", passed=False, detail=detail))
     passed = bool(steps) and all(step.passed for step in steps)
     elapsed = time.perf_counter() - started
     count = sum(step.passed for step in steps)
-    verdict = Text("PASS", style="bold green") if passed else Text("FAIL", style="bold red")
-    console.print(verdict + Text(f": {count}/{len(steps)} steps as expected in {elapsed:.1f} s"))
+    verdict = text("PASS", style="bold green") if passed else text("FAIL", style="bold red")
+    console.print(verdict + text(f": {count}/{len(steps)} steps as expected in {elapsed:.1f} s"))
     return passed
-
-
-def _describe(checkpointer_url: str | None, directory: Path) -> str:
-    if checkpointer_url is None:
-        return f"AsyncSqliteSaver {directory / 'checkpoints.db'}"
-    if _POSTGRESQL.match(checkpointer_url):
-        return f"AsyncPostgresSaver {redact_url(checkpointer_url)}"
-    return f"AsyncSqliteSaver {checkpointer_url.removeprefix('sqlite:///')}"
 
 
 async def _steps(
