@@ -6,7 +6,7 @@ import base64
 import json
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given
@@ -24,6 +24,9 @@ from pausetoken import (
 )
 from pausetoken._claims import CLAIMS_VERSION
 from pausetoken.exceptions import ConfigurationError, InvalidToken, TokenExpired
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 POLICY = TokenPolicy()
 NOW = 1_800_000_000
@@ -448,3 +451,25 @@ def test_attack_signals_keep_their_codes_through_verify_token(
     with pytest.raises(InvalidToken) as exc_info:
         verify_token(token, signer=SIGNER, policy=POLICY, now=NOW)
     assert exc_info.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("pasted", "said"),
+    [
+        (lambda t: "Bearer " + t, "starts with 'Bearer '"),
+        (lambda t: f'"{t}"', "wrapped in quotes"),
+        (lambda t: t + "\n", "ends with a line break"),
+        (lambda t: t[:40] + "\n" + t[40:], "a line break at character 41"),
+        (lambda t: t[:40] + " " + t[40:], "whitespace at character 41"),
+    ],
+)
+def test_a_token_pasted_with_its_surroundings_says_what_to_remove(
+    pasted: Callable[[str], str], said: str
+) -> None:
+    signer = JoseSigner(KeyRing.generate())
+    token = signer.sign({"x": 1})
+    with pytest.raises(InvalidToken) as caught:
+        verify_token(pasted(token), signer=signer, policy=TokenPolicy(), now=0)
+    assert caught.value.code == "token_malformed"
+    assert said in caught.value.detail
+    assert token[:30] not in caught.value.detail

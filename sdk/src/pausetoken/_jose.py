@@ -109,6 +109,31 @@ def _fail(code: str, msg: str) -> NoReturn:
 # -- strict parsing (shared with the unverified decoder) --------------------------------------
 
 
+def _what_is_wrong_with(token: str, segments: int) -> str:
+    """Why a token does not have the compact shape, without quoting it.
+
+    Only computed for a refusal. Tokens are often pasted from an HTTP header, a JSON string
+    or a wrapped terminal line; saying which is what lets the person fix it.
+    """
+    if token[:7].lower() == "bearer ":
+        return (
+            "the token starts with 'Bearer ', the HTTP authorization scheme, which is not "
+            "part of the token: pass only what follows it"
+        )
+    if token[:1] in {'"', "'"} or token[-1:] in {'"', "'"}:
+        return "the token is wrapped in quotes, which are not part of it: remove them"
+    if token.rstrip("\r\n") != token and "\n" not in token.rstrip("\r\n"):
+        return "the token ends with a line break, which is not part of it: remove it"
+    for index, char in enumerate(token):
+        if char.isspace():
+            kind = "a line break" if char in "\r\n" else "whitespace"
+            return (
+                f"the token has {kind} at character {index + 1} of {len(token)}: it was "
+                "probably wrapped or split when it was copied"
+            )
+    return f"a token is {segments} segments of base64url without padding, joined by '.'"
+
+
 def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> list[str]:
     """Check size, header length and shape and split a compact token into its segments.
 
@@ -141,10 +166,7 @@ def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> li
         _refuse_oversized_header(token)
     shape = _JWS_SHAPE if segments == 3 else _JWE_SHAPE  # noqa: PLR2004 - JWS has 3 segments
     if shape.fullmatch(token) is None:
-        _fail(
-            "token_malformed",
-            f"a token is {segments} segments of base64url without padding, joined by '.'",
-        )
+        _fail("token_malformed", _what_is_wrong_with(token, segments))
     parts = token.split(".")
     for part in parts:
         _check_canonical(part)

@@ -141,7 +141,7 @@ class ConfigurationError(PauseTokenError):
         "key_ops_invalid": "A key's key_ops contradict how pausetoken uses it.",
         "key_too_short": "A symmetric key is shorter than 32 bytes.",
         "key_size_invalid": "A sealed-token key is not exactly 32 bytes.",
-        "key_is_pem": "PEM, OpenSSH or PuTTY material was given as a symmetric key.",
+        "key_is_pem": "PEM, OpenSSH or PuTTY material was given where a key or JWK Set belongs.",
         "key_whitespace": "A text key has whitespace or control characters at an end.",
         "key_not_ascii": "A text key is not ASCII: typed text, not generated.",
         "key_placeholder": "A text key contains a space or a placeholder word.",

@@ -424,13 +424,16 @@ class SQLAlchemyStore:
 
     # -- schema -------------------------------------------------------------------------------
 
-    async def ensure_schema(self) -> None:
+    async def ensure_schema(self) -> bool:
         """Create the table, its index and the schema marker unless they exist.
 
         Safe when many workers start at once: PostgreSQL and MySQL take a lock first,
         SQLite relies on ``CREATE ... IF NOT EXISTS``. Runs by itself before the first
         operation, within the same ``timeout``. A table whose schema marker says it was
         created but which is gone is never created again (see :meth:`check`).
+
+        Returns:
+            Whether this call created the table (``False`` when it was already present).
 
         Raises:
             StoreUnavailable: The database cannot be reached or did not answer in time.
@@ -440,7 +443,7 @@ class SQLAlchemyStore:
         """
         try:
             async with asyncio.timeout(self._timeout):
-                await self._ensure_schema(force=False)
+                return await self._ensure_schema(force=False)
         except TimeoutError as exc:
             raise self._failure("schema", exc, startup=True) from exc
 
@@ -461,10 +464,10 @@ class SQLAlchemyStore:
             )
             raise ConfigurationError(msg, code="store_misconfigured")
 
-    async def _ensure_schema(self, *, force: bool) -> None:
+    async def _ensure_schema(self, *, force: bool) -> bool:
         async with self._schema_lock:
             if self._schema_ready and not force:
-                return
+                return False
             if self._closed:
                 msg = "the token store is closed"
                 raise StoreUnavailable(msg)
@@ -473,7 +476,7 @@ class SQLAlchemyStore:
                 async with self._engine.connect() as conn:
                     try:
                         auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-                        version = await auto.run_sync(self._prepare_schema)
+                        version, created = await auto.run_sync(self._prepare_schema)
                     except PauseTokenError:
                         raise  # decided by this code; the connection is healthy and unlocked
                     except BaseException:
@@ -496,18 +499,19 @@ class SQLAlchemyStore:
                 raise ConfigurationError(msg, code="store_schema_too_new")
             self._schema_ready = True
             logger.debug("schema ready: %s table %s", self._label, self._table.name)
+            return created
 
-    def _prepare_schema(self, conn: Connection) -> int:
+    def _prepare_schema(self, conn: Connection) -> tuple[int, bool]:
         self._lock_schema(conn)
         try:
-            version = self._prepare_tables(conn)
+            prepared = self._prepare_tables(conn)
         except PauseTokenError:
             self._unlock_schema(conn)
             raise
         self._unlock_schema(conn)
-        return version
+        return prepared
 
-    def _prepare_tables(self, conn: Connection) -> int:
+    def _prepare_tables(self, conn: Connection) -> tuple[int, bool]:
         marker = self._schema_table
         self._create_table(conn, marker)
         # The marker is read before the table is looked for: a worker that creates both
@@ -522,7 +526,7 @@ class SQLAlchemyStore:
             self._create_table(conn, self._table)
         if version is None:
             version = self._mark_version(conn)
-        return int(version)
+        return int(version), not exists
 
     def _lock_schema(self, conn: Connection) -> None:
         if self._family == "postgresql":
