@@ -126,10 +126,11 @@ def _one_node_graph(saver: Any) -> Any:
 
 def test_a_synchronous_checkpointer_is_a_configuration_error() -> None:
     import sqlite3
+    from contextlib import closing
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    with sqlite3.connect(":memory:", check_same_thread=False) as conn:
+    with closing(sqlite3.connect(":memory:", check_same_thread=False)) as conn:
         graph = _one_node_graph(SqliteSaver(conn))
         with pytest.raises(ConfigurationError) as refused:
             LangGraphCheckpoints(graph)
