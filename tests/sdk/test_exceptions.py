@@ -208,3 +208,27 @@ def test_every_code_spelled_in_the_sources_is_declared_on_the_class_raising_it()
         if code not in (getattr(exceptions, owner).codes if owner else declared)
     ]
     assert wrong == []
+
+
+# -- what a caller should do, declared on the classes ------------------------------------------
+
+
+@pytest.mark.parametrize("error", ERRORS)
+def test_every_class_says_what_to_do_about_each_of_its_codes(
+    error: type[PauseTokenError],
+) -> None:
+    assert "action" in error.__dict__, f"{error.__name__} declares no action of its own"
+    assert "actions" in error.__dict__, f"{error.__name__} declares no actions of its own"
+    assert set(error.actions) == set(error.codes)
+    assert error.actions[error.default_code] == error.action
+    for text in (error.action, *error.actions.values()):
+        assert text.strip() == text
+        assert text.endswith(".")
+        assert "\n" not in text
+        assert "|" not in text  # a cell of the Errors page's tables
+
+
+def test_an_error_says_what_to_do_about_its_own_code() -> None:
+    err = exceptions.LeaseLost("lapsed, then revoked", code="lease_revoked")
+    assert err.actions[err.code] != err.action
+    assert "revoked" in err.actions[err.code]

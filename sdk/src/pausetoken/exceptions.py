@@ -9,6 +9,8 @@ Example:
     >>> err = TokenExpired()
     >>> err.code, err.http_status
     ('token_expired', 410)
+    >>> err.actions[err.code] == TokenExpired.action
+    True
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ class PauseTokenError(Exception):
         http_status: The HTTP status a server should answer with.
         codes: Every code the class may carry (its ``default_code`` among them), each with
             a one-line meaning. The documentation's code table is generated from these.
+        action: What a caller should do about an error of the class, in one line.
+        actions: What a caller should do about each of the class's ``codes`` (the same keys):
+            ``action``, or a more specific step where a code needs one. The documentation's
+            Errors page is generated from ``codes`` and ``actions``.
     """
 
     default_code: ClassVar[str] = "pausetoken_error"
@@ -63,6 +69,17 @@ class PauseTokenError(Exception):
         "pausetoken_error": "An error without a more specific class.",
         "race_worker_failed": (
             "A process of the store race check failed; only its error type is reported."
+        ),
+    }
+    action: ClassVar[str] = (
+        "Log it with its code and answer 500; an error without a more specific class is a "
+        "failure to report if it repeats."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "race_worker_failed": (
+            "Run pausetoken store check URL --debug to see the failed process's traceback; "
+            "do not use a store that fails under concurrent claims."
         ),
     }
     default_detail: ClassVar[str] = "The request could not be processed."
@@ -187,6 +204,117 @@ class ConfigurationError(PauseTokenError):
             "The resume config names a checkpoint; the token gives the thread."
         ),
     }
+    action: ClassVar[str] = (
+        "Fix what the message names and restart: retrying does not help. A server answers 500 "
+        "and keeps the detail in its log."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "settings_missing": (
+            "Set PAUSETOKEN_STORE_URL and PAUSETOKEN_KEYS_FILE (or the store_url and keys "
+            "settings); pausetoken keygen -o FILE makes a key set."
+        ),
+        "settings_unknown": (
+            "Correct or unset the setting named (the message suggests the closest name)."
+        ),
+        "settings_conflict": "Keep one of the two settings named.",
+        "settings_invalid": (
+            "Correct the value of the setting named; durations are seconds or 15m, 24h, 7d."
+        ),
+        "settings_file_unreadable": "Check the path, and that this user may read the file.",
+        "policy_invalid": (
+            "Correct the duration, issuer or audience named: ttl within max_lifetime, lease at "
+            "least 1 second."
+        ),
+        "max_token_bytes_invalid": "Set max_token_bytes to an integer from 256 to 65536.",
+        "keys_invalid": "Pass the signer a KeyRing, for example KeyRing.from_jwks(text).",
+        "alg_not_allowed": (
+            "Use HS256, EdDSA or ES256 keys with the jose signer, and dir keys with sealed."
+        ),
+        **dict.fromkeys(
+            (
+                "empty_keyring",
+                "jwks_invalid",
+                "key_invalid",
+                "key_alg_mismatch",
+                "key_ops_invalid",
+                "key_too_short",
+                "key_size_invalid",
+                "key_is_pem",
+                "key_whitespace",
+                "key_not_ascii",
+                "key_placeholder",
+                "key_low_entropy",
+            ),
+            "Make a key set with pausetoken keygen -o FILE and point PAUSETOKEN_KEYS_FILE at it.",
+        ),
+        "duplicate_kid": "Give every key its own kid (pausetoken keygen --kid KID).",
+        "no_active_key": (
+            "Name the signing key in the key set's active member; give every other key a retire_at."
+        ),
+        "kid_invalid": "Use a kid of 1 to 64 letters, digits and '_.:-'.",
+        "key_file_insecure": (
+            "chmod 600 the key file, and find out who else could have changed it."
+        ),
+        "key_cannot_sign": "Mint with the ring that holds the private signing key.",
+        "key_no_public_half": (
+            "Use EdDSA or ES256 keys where verifiers must not mint; HS256 and dir are shared."
+        ),
+        "grace_invalid": ("Pass a grace of at least the longest token lifetime plus the leeway."),
+        "naive_datetime": "Pass an aware datetime, such as datetime.now(UTC).",
+        "backend_import_failed": (
+            "Run pausetoken backends, or the command again with --debug, to see why it fails; "
+            "reinstall the backend."
+        ),
+        "backend_api_version": (
+            "Upgrade the backend's distribution to a release made for this pausetoken."
+        ),
+        "duplicate_interrupt": "Register each interrupt name once per service.",
+        "interrupt_type_unsupported": (
+            "Use attrs classes, dataclasses, TypedDicts, pydantic models or JSON types."
+        ),
+        "store_misconfigured": (
+            "Correct the store URL (user, password, database, path) or the database's "
+            "permissions; waiting will not help."
+        ),
+        "store_table_missing": (
+            "Restore the table from a backup: its rows refuse replays. Delete its row in "
+            "pausetoken_schema only to start afresh on purpose."
+        ),
+        "store_schema_too_new": (
+            "Upgrade pausetoken-sqlalchemy to the release that created the table."
+        ),
+        "cli_usage": "Run pausetoken COMMAND --help for the arguments.",
+        "cli_rich_missing": "Install the cli extra, or pass --json.",
+        "cli_output_exists": (
+            "Choose another path; remove the file first only to replace its key set on purpose."
+        ),
+        "cli_output_unwritable": "Check that the directory exists and that you may write to it.",
+        "cli_benchmarks_missing": "Run it in a clone of the repository, or pass --dir DIR.",
+        "demo_checkpointer_failed": (
+            "Check that the checkpointer's database runs and that the URL names it."
+        ),
+        "langgraph_no_checkpointer": (
+            "Compile the graph with an async checkpointer (AsyncSqliteSaver, AsyncPostgresSaver)."
+        ),
+        "langgraph_sync_checkpointer": (
+            "Use AsyncSqliteSaver or AsyncPostgresSaver instead of SqliteSaver or PostgresSaver."
+        ),
+        "langgraph_needs_graph": (
+            "Build LangGraphCheckpoints(graph) in code and pass it as checkpoints=."
+        ),
+        "langgraph_interrupt_id_required": (
+            "Pass the pending interrupt's id, or mint with mint_pending()."
+        ),
+        "langgraph_reader_mismatch": (
+            "Resume with the service built with LangGraphCheckpoints(graph) for this graph."
+        ),
+        "langgraph_thread_required": "Put the thread id in config['configurable']['thread_id'].",
+        "langgraph_subgraph_config": "Pass the thread's config, not a subgraph's.",
+        "langgraph_resume_addressed": (
+            "Remove thread_id, checkpoint_id and checkpoint_ns from the resume config."
+        ),
+    }
     default_detail = "pausetoken is not configured correctly."
     http_status = 500
     title = "Configuration error"
@@ -202,6 +330,11 @@ class BackendNotInstalled(ConfigurationError):
         ),
         "demo_not_installed": "The demo's optional distributions are not installed.",
     }
+    action: ClassVar[str] = (
+        "Install what the message names, in the same command as the core; pausetoken backends "
+        "lists what is installed."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The chosen backend is not installed."
     title = "Backend not installed"
 
@@ -213,6 +346,11 @@ class UnknownBackend(ConfigurationError):
     codes: ClassVar[Mapping[str, str]] = {
         "unknown_backend": "No installed distribution provides the chosen backend.",
     }
+    action: ClassVar[str] = (
+        "Check the URL's scheme or the name (postgresql+asyncpg://, not postgres://); "
+        "pausetoken backends lists the installed ones."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "No installed backend has that name."
     title = "Unknown backend"
 
@@ -224,6 +362,10 @@ class AmbiguousBackend(ConfigurationError):
     codes: ClassVar[Mapping[str, str]] = {
         "ambiguous_backend": "Two installed distributions register one backend name.",
     }
+    action: ClassVar[str] = (
+        "Uninstall one of the two distributions that register the name (pausetoken backends)."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "Two installed distributions register the same backend name."
     title = "Ambiguous backend"
 
@@ -241,6 +383,17 @@ class UnsupportedPayload(PauseTokenError, ValueError):
         "invalid_payload": "A payload does not fit its interrupt's registered type.",
         "claims_not_json": "The claims to sign are not a JSON object.",
         "token_too_large": "The token to mint would be longer than max_token_bytes.",
+    }
+    action: ClassVar[str] = (
+        "Fix the mint call: give a payload of JSON types that fits the registered type. No "
+        "token was minted."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "claims_not_json": "Fix the signer or code that signs: claims are a JSON object.",
+        "token_too_large": (
+            "Mint with shorter ids, or raise max_token_bytes on every service that verifies."
+        ),
     }
     default_detail = "The payload cannot be represented exactly as JSON."
     http_status = 400
@@ -292,6 +445,54 @@ class InvalidToken(PauseTokenError):
             "The token was minted for another runtime namespace (another graph)."
         ),
     }
+    action: ClassVar[str] = (
+        "Answer 401 and do not retry with this token: it is damaged, forged or for another "
+        "service. Alert on bursts."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        **dict.fromkeys(
+            ("token_too_large", "token_malformed", "token_header_invalid", "token_payload_invalid"),
+            (
+                "Answer 401; the token was cut, wrapped or decorated on its way (Bearer, "
+                "quotes, line breaks): send it whole in a header or a body."
+            ),
+        ),
+        **dict.fromkeys(
+            ("token_algorithm_not_allowed", "token_header_forbidden", "token_type_invalid"),
+            (
+                "Answer 401 and count it: pausetoken never mints such a token (a probe, another "
+                "system's token, or a sealed token sent to a jose signer)."
+            ),
+        ),
+        "token_key_unknown": (
+            "Give every verifying service the minting service's keys (stage a new key before "
+            "it signs); otherwise the token is forged."
+        ),
+        "token_key_retired": (
+            "Mint a new token for the pause; rotate with a grace of at least the longest "
+            "lifetime plus the leeway."
+        ),
+        "token_signature_invalid": (
+            "Answer 401: the token was altered, or minted with another key set (compare the "
+            "services' keys)."
+        ),
+        "token_claims_invalid": "Answer 401: the token was not minted by this pausetoken.",
+        "token_lifetime_too_long": (
+            "Give the minting and verifying services the same max_lifetime."
+        ),
+        "token_not_yet_valid": ("Synchronise the clocks (NTP) of the hosts that mint and redeem."),
+        **dict.fromkeys(
+            ("token_issuer_invalid", "token_audience_invalid"),
+            (
+                "Give the verifying service the minting service's issuer and audience, or send "
+                "the token to the application that minted it."
+            ),
+        ),
+        "token_namespace_mismatch": (
+            "Redeem with the service whose reader serves the token's graph (one service per graph)."
+        ),
+    }
     default_detail = "The token is not valid."
     http_status = 401
     title = "Invalid token"
@@ -304,6 +505,11 @@ class TokenExpired(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "token_expired": "exp plus the leeway is in the past.",
     }
+    action: ClassVar[str] = (
+        "Answer 410: tell the person the link expired and, if the pause is still open, mint a "
+        "new token for it."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = (
         "The token has expired. Its lifetime is set when it is minted: the ttl given to "
         "mint(), by default the ttl setting (PAUSETOKEN_TTL)."
@@ -320,6 +526,11 @@ class TokenRevoked(PauseTokenError):
         "token_revoked": "The token's pause was revoked before it was redeemed.",
         "pause_revoked": "At mint: the pause was revoked; no token is minted for it.",
     }
+    action: ClassVar[str] = "Answer 410: the pause was withdrawn; never resume it with this answer."
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "pause_revoked": "Send no token: the pause was revoked; end or restart the run.",
+    }
     default_detail = "The token has been revoked."
     http_status = 410
     title = "Token revoked"
@@ -332,6 +543,11 @@ class ScopeMismatch(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "scope_mismatch": "The token belongs to another tenant scope.",
     }
+    action: ClassVar[str] = (
+        "Answer 403; take the scope from the caller's authenticated identity, never from the "
+        "request."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The token does not belong to this scope."
     http_status = 403
     title = "Scope mismatch"
@@ -344,6 +560,10 @@ class PrincipalMismatch(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "principal_mismatch": "The token is bound to another principal.",
     }
+    action: ClassVar[str] = (
+        "Answer 403; pass the authenticated user's id as principal, the id given at mint."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "This principal may not answer this pause."
     http_status = 403
     title = "Principal mismatch"
@@ -356,6 +576,16 @@ class UnknownInterrupt(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "unknown_interrupt": "No interrupt kind is registered under that name.",
         "foreign_interrupt": "A pending LangGraph interrupt was not raised with ask().",
+    }
+    action: ClassVar[str] = (
+        "Register the interrupt on every service that redeems (a deployment dropped or renamed "
+        "it); its tokens are refused until then."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "foreign_interrupt": (
+            "Raise the graph's interrupts with ask(), or call mint_pending(..., foreign='skip')."
+        ),
     }
     default_detail = "No interrupt is registered under that name."
     http_status = 400
@@ -373,6 +603,11 @@ class InvalidResponse(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "invalid_response": "The answer does not fit the response type or its validator.",
     }
+    action: ClassVar[str] = (
+        "Answer 422 and let the person correct the answer (field names where); the token is "
+        "not used up."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The response is not valid for this interrupt."
     http_status = 422
     title = "Invalid response"
@@ -401,6 +636,11 @@ class PayloadMismatch(PauseTokenError):
             "The payload at the checkpoint is not the one the token was minted for."
         ),
     }
+    action: ClassVar[str] = (
+        "Answer 400 and investigate: the stored payload changed after minting (tampering, or "
+        "code that rewrote the state)."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The pending payload does not match the token."
     http_status = 400
     title = "Payload mismatch"
@@ -413,6 +653,11 @@ class CheckpointNotFound(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "checkpoint_not_found": "The token's thread or checkpoint no longer exists.",
     }
+    action: ClassVar[str] = (
+        "Answer 404: the thread or checkpoint was deleted, so the pause cannot be answered; "
+        "withdraw the request."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The checkpoint this token refers to does not exist."
     http_status = 404
     title = "Checkpoint not found"
@@ -425,6 +670,11 @@ class CheckpointLost(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "checkpoint_lost": "The checkpointer does not persist state and lost the checkpoint.",
     }
+    action: ClassVar[str] = (
+        "Use a persistent checkpointer shared by every process that mints and redeems; start "
+        "the run again."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The checkpoint was lost; the checkpointer does not persist state."
     http_status = 424
     title = "Checkpoint lost"
@@ -437,6 +687,11 @@ class StaleToken(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "stale_token": "The run moved on since the token was minted.",
     }
+    action: ClassVar[str] = (
+        "Answer 409: the run moved on (answered another way, or resumed elsewhere); tell the "
+        "person, do not retry."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The run has moved on since this token was issued."
     http_status = 409
     title = "Stale token"
@@ -451,6 +706,14 @@ class AlreadyRedeemed(PauseTokenError):
         "pause_already_redeemed": (
             "At mint: the pause was already answered; no token is minted for it."
         ),
+    }
+    action: ClassVar[str] = (
+        "Answer 409: the pause was answered otherwise; never resume it again. Alert on "
+        "repeats: replay attempts."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "pause_already_redeemed": "Send no token: the pause was already answered.",
     }
     default_detail = "The token has already been redeemed with another answer."
     http_status = 409
@@ -468,6 +731,11 @@ class RedemptionInProgress(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "redemption_in_progress": "Another worker holds a live claim on the pause.",
     }
+    action: ClassVar[str] = (
+        "Answer 409 with Retry-After from retry_after; a retry then learns how the other "
+        "redemption ended."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The token is being redeemed by another request; retry later."
     http_status = 409
     title = "Redemption in progress"
@@ -505,6 +773,16 @@ class LeaseLost(PauseTokenError):
         "lease_lost": "The claim lapsed before commit and another redeemer took it over.",
         "lease_revoked": "The claim lapsed before commit and the pause was then revoked.",
     }
+    action: ClassVar[str] = (
+        "Stop acting on the answer and reconcile what the body did; find why renewals failed "
+        "(store outage, blocked event loop)."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "lease_revoked": (
+            "Stop acting on the answer: the pause was revoked; undo what the body did if you can."
+        ),
+    }
     default_detail = "The claim lapsed before commit and another redeemer took it over."
     http_status = 409
     title = "Lease lost"
@@ -524,6 +802,11 @@ class CommitUnconfirmed(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "commit_unconfirmed": "The body ran but the store could not confirm the commit.",
     }
+    action: ClassVar[str] = (
+        "Answer 500; do not answer the pause again blindly: call status() once the store is "
+        "back (REDEEMED: it landed)."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The answer was acted on but its redemption could not be confirmed."
     http_status = 500
     title = "Commit unconfirmed"
@@ -536,6 +819,17 @@ class StoreUnavailable(PauseTokenError):
     codes: ClassVar[Mapping[str, str]] = {
         "store_unavailable": "The store cannot be reached; nothing is redeemed (fail closed).",
         "store_table_missing": "The store's table was dropped while serving.",
+    }
+    action: ClassVar[str] = (
+        "Answer 503 and retry later: nothing was acted on. Alert if it lasts; pausetoken store "
+        "check URL names the cause."
+    )
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "store_table_missing": (
+            "Restore the table from a backup: its rows refuse replays, and it is not recreated "
+            "while serving."
+        ),
     }
     default_detail = "The token store is unavailable."
     http_status = 503
@@ -553,6 +847,11 @@ class InvalidMintRequest(PauseTokenError, ValueError):
     codes: ClassVar[Mapping[str, str]] = {
         "mint_request_invalid": "mint() was asked for a token that could never be redeemed.",
     }
+    action: ClassVar[str] = (
+        "Fix the mint call: a Scope, ids of 1 to 512 characters, a ttl above the leeway and "
+        "within max_lifetime."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The mint request cannot produce a token that verifies."
     http_status = 400
     title = "Invalid mint request"
