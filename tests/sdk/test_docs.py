@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
+import json
 import re
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
+import pytest
 
-from pausetoken import MemoryStoreWarning, Settings, exceptions
+from pausetoken import Claims, MemoryStoreWarning, Settings, exceptions
 from pausetoken._cli import COMMANDS
 from pausetoken._settings import ENV_PREFIX
 
@@ -131,3 +135,203 @@ def test_every_code_in_the_verification_order_table_is_declared_on_invalid_token
     assert len(codes) > 10, "the verification order table was not found"
     declared = set(exceptions.InvalidToken.codes) | set(exceptions.TokenExpired.codes)
     assert sorted(codes - declared) == []
+
+
+# -- the Errors page, generated from the classes' codes and actions --------------------------
+
+
+def _rendered(page: str) -> str:
+    return str(_hooks().on_page_markdown((DOCS / page).read_text()))
+
+
+def _class_sections(page: str) -> dict[str, str]:
+    """The generated ``### ClassName`` sections of a rendered page, by class name."""
+    sections = {}
+    for part in page.split("\n### ")[1:]:
+        name, _, body = part.partition("\n")
+        sections[name] = body.split("\n## ", 1)[0]
+    return sections
+
+
+def test_the_errors_page_shows_every_code_with_its_status_meaning_and_action() -> None:
+    hooks = _hooks()
+    page = _rendered("errors.md")
+    assert "<!--" not in page
+    sections = _class_sections(page)
+    # In the order the module defines them, and every one of them.
+    assert list(sections) == [cls.__name__ for cls in hooks.error_classes()]
+    assert set(sections) == {cls.__name__ for cls in _error_classes()}
+    for cls in _error_classes():
+        section = sections[cls.__name__]
+        assert f"HTTP **{cls.http_status}**" in section
+        assert f"**What to do:** {hooks._plain(cls.action)}" in section
+        for code, meaning in cls.codes.items():
+            [row] = [line for line in section.splitlines() if line.startswith(f"| `{code}` |")]
+            assert hooks._plain(meaning) in row
+            assert row.endswith(f"| {hooks._plain(cls.actions[code])} |")
+
+
+def test_the_errors_page_summarises_every_class_with_its_status_and_action() -> None:
+    page = _rendered("errors.md")
+    for cls in _error_classes():
+        row = f"| [`{cls.__name__}`](#{cls.__name__.lower()}) | {cls.http_status} | {cls.title} |"
+        assert row in page
+
+
+def test_the_errors_page_links_the_command_lines_exit_statuses() -> None:
+    assert "## Exit status and errors" in (DOCS / "cli.md").read_text()
+    assert "(cli.md#exit-status-and-errors)" in (DOCS / "errors.md").read_text()
+
+
+def test_generated_cells_show_markdown_characters_as_written() -> None:
+    hooks = _hooks()
+    assert hooks._plain("config['a']['b'] *x* <y>") == r"config\['a'\]\['b'\] \*x\* &lt;y>"
+
+
+# -- the HTTP recipe -------------------------------------------------------------------------
+
+
+def _python_blocks(page: str) -> list[str]:
+    text = (DOCS / page).read_text()
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def _http_recipe() -> dict[str, Any]:
+    namespace: dict[str, Any] = {"__name__": "docs_http"}  # defines, does not run main()
+    exec(compile(_python_blocks("http.md")[0], "docs/http.md", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+@pytest.mark.parametrize("error", _error_classes(), ids=lambda error: error.__name__)
+def test_the_http_recipe_answers_every_error_with_its_problem_details(
+    error: type[exceptions.PauseTokenError],
+) -> None:
+    status, headers, body = _http_recipe()["problem_response"](error("what went wrong"))
+    problem = json.loads(body)
+    assert status == error.http_status == problem["status"]
+    assert dict(headers)[b"content-type"] == b"application/problem+json"
+    assert problem["code"] == error.default_code
+    assert problem["type"] == f"urn:pausetoken:error:{error.default_code}"
+    shown = problem["detail"] == "what went wrong"
+    assert shown is not issubclass(error, exceptions.ConfigurationError)
+    assert (b"www-authenticate" in dict(headers)) is (status == 401)
+
+
+def test_the_http_recipe_sends_retry_after_in_whole_seconds() -> None:
+    problem_response = _http_recipe()["problem_response"]
+    _, headers, _ = problem_response(exceptions.RedemptionInProgress(retry_after=2.1))
+    assert dict(headers)[b"retry-after"] == b"3"
+    _, headers, _ = problem_response(exceptions.RedemptionInProgress())
+    assert b"retry-after" not in dict(headers)
+
+
+def test_the_http_status_table_names_every_error_class_under_its_status() -> None:
+    page = (DOCS / "http.md").read_text()
+    section = page.split("## What each status tells the client", 1)[1].split("\n## ", 1)[0]
+    rows = {
+        int(match[1]): match[2]
+        for match in re.finditer(r"^\| (\d{3}) \|([^|]*)\|", section, re.MULTILINE)
+    }
+    for cls in _error_classes():
+        assert f"`{cls.__name__}`" in rows.get(cls.http_status, ""), cls.__name__
+
+
+# -- the Operations page: every logger and message -------------------------------------------
+
+_LOG_LEVELS = {"debug", "info", "warning", "error", "exception", "critical"}
+
+
+def _log_messages() -> list[tuple[str, str]]:
+    """(logger name, message) for every literal message logged in the sources."""
+    found = []
+    files = [*SDK.rglob("*.py"), *(ROOT / "backends").glob("*/src/**/*.py")]
+    for path in files:
+        tree = ast.parse(path.read_text())
+        names = re.findall(r'getLogger\("([\w.]+)"\)', path.read_text())
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            logged = node.func.attr in _LOG_LEVELS and ast.unparse(node.func.value) == "logger"
+            if (logged or node.func.attr == "_lose") and isinstance(node.args[0], ast.Constant):
+                found += [(name, str(node.args[0].value)) for name in names]
+    return found
+
+
+def test_the_operations_page_explains_every_log_message() -> None:
+    page = (DOCS / "operations.md").read_text()
+    messages = _log_messages()
+    assert len(messages) > 25, "the scan no longer finds the log calls"
+    missing = []
+    for logger_name, message in messages:
+        shown = "<[^`<>]+>".join(re.escape(part) for part in re.split(r"%[sdr]", message))
+        row = rf"^\| `{re.escape(logger_name)}` \| [A-Z]+ \| `{shown}` \|"
+        if not re.search(row, page, flags=re.MULTILINE):
+            missing.append((logger_name, message))
+    assert missing == []
+
+
+def test_the_operations_page_names_every_logger() -> None:
+    page = (DOCS / "operations.md").read_text()
+    sources = [*SDK.rglob("*.py"), *(ROOT / "backends").glob("*/src/**/*.py")]
+    names = {
+        name
+        for path in sources
+        for name in re.findall(r'getLogger\("([\w.]+)"\)', path.read_text())
+    }
+    assert "pausetoken.service" in names
+    assert sorted(name for name in names - {"pausetoken"} if f"`{name}`" not in page) == []
+
+
+# -- the new pages name only what exists -----------------------------------------------------
+
+_NEW_PAGES = ("errors.md", "http.md", "operations.md", "troubleshooting.md")
+
+
+@pytest.mark.parametrize("page", _NEW_PAGES)
+def test_every_code_and_name_on_the_page_exists_in_the_sources(page: str) -> None:
+    sources = "".join(
+        path.read_text()
+        for path in [*SDK.rglob("*.py"), *(ROOT / "backends").glob("*/src/**/*.py")]
+    )
+    text = (DOCS / page).read_text()
+    names = set(re.findall(r"`([a-z]+(?:_[a-z0-9]+)+)`", text))
+    assert names, page
+    defined = sources + "".join(_python_blocks(page))  # and what the page's own code defines
+    assert sorted(name for name in names if name not in defined) == []
+
+
+def test_no_page_mentions_a_store_that_does_not_exist_yet() -> None:
+    stale = [
+        page.name
+        for page in sorted(DOCS.glob("*.md"))
+        if re.search(r"redis|mongo", page.read_text(), flags=re.IGNORECASE)
+    ]
+    assert stale == []
+
+
+def test_security_stores_and_operations_agree_on_what_a_row_is_keyed_by() -> None:
+    member = inspect.getattr_static(Claims, "pause_key")
+    source = inspect.getsource(getattr(member, "fget", None) or member.func)
+    bound = source.split("bound = [", 1)[1].split("]", 1)[0]
+    fields = re.findall(r"self\.(\w+)", bound)
+    words = {
+        "iss": "issuer",
+        "aud": "audience",
+        "ns": "`ns`",
+        "thread_id": "thread",
+        "checkpoint_id": "checkpoint",
+        "interrupt_id": "interrupt",
+    }
+    assert fields, "Claims.pause_key no longer lists what it binds"
+    sections = {
+        "security.md": "## Single use",
+        "stores.md": "## One row per pause",
+        "operations.md": "## Several graphs and applications on one table",
+    }
+    for page, heading in sections.items():
+        section = (DOCS / page).read_text().split(heading, 1)[1].split("\n## ", 1)[0]
+        sentence = " ".join(section.split())
+        for field in fields:
+            assert words[field] in sentence, (page, field)
+        assert "never" in sentence
+        assert "scope" in sentence
