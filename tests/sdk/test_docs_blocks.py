@@ -104,24 +104,8 @@ _PIP_INSTALL = re.compile(r"pip install ([^`\n&;|]*)")
 _UNPUBLISHED = re.compile(r'(?<![./\w-])"?(pausetoken(?:-sqlalchemy|-langgraph)?)(\[|"|\s|$)')
 
 
-# Pages whose install lines still name the published distributions (strict: an entry fails
-# the run once its page is fixed, so the list only shrinks).
-_NOT_YET_CHECKOUT_LINES = {"docs/cli.md"}
-
-
 @pytest.mark.skipif(PUBLISHED, reason="published: both forms of install line resolve")
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(
-            page,
-            marks=pytest.mark.xfail(reason="names unpublished distributions", strict=True),
-        )
-        if page in _NOT_YET_CHECKOUT_LINES
-        else page
-        for page in pages()
-    ],
-)
+@pytest.mark.parametrize("page", pages())
 def test_install_lines_name_what_resolves_from_a_checkout(page: str) -> None:
     text = (ROOT / page).read_text(encoding="utf-8")
     wrong = [

@@ -737,3 +737,39 @@ def test_repr_of_a_secret_ring_does_not_contain_the_secret() -> None:
     text = repr(KeyRing.from_secret(secret, kid="k"))
     assert secret not in text
     assert secret[:8] not in text
+
+
+def test_from_file_loads_a_key_file_keygen_would_write(tmp_path: Path) -> None:
+    ring = KeyRing.generate()
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps(ring.to_jwks(private=True)))
+    path.chmod(0o600)
+    assert KeyRing.from_file(path).active == ring.active
+
+
+def test_from_file_names_the_path_of_a_file_it_cannot_read(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    with pytest.raises(ConfigurationError) as caught:
+        KeyRing.from_file(missing)
+    assert caught.value.code == "settings_file_unreadable"
+    assert str(missing) in caught.value.detail
+
+
+def test_from_file_keeps_the_code_of_a_bad_key_set_and_names_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text("-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n")
+    path.chmod(0o600)
+    with pytest.raises(ConfigurationError) as caught:
+        KeyRing.from_file(path)
+    assert caught.value.code == "key_is_pem"
+    assert str(path) in caught.value.detail
+    assert "MIIB" not in str(caught.value)
+
+
+def test_from_file_refuses_a_file_others_may_write(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps(KeyRing.generate().to_jwks(private=True)))
+    path.chmod(0o666)
+    with pytest.raises(ConfigurationError) as caught:
+        KeyRing.from_file(path)
+    assert caught.value.code == "key_file_insecure"

@@ -620,6 +620,35 @@ class KeyRing:
         return cls(entries=(entry,), active=kid)
 
     @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> KeyRing:
+        """Load a ring from a JWK Set file, as ``pausetoken keygen -o FILE`` writes it.
+
+        The file's mode is checked first (see :func:`read_keys_file`): a file other users
+        may write is refused, one they may read is loaded with a warning.
+
+        Example:
+            ```python
+            ring = KeyRing.from_file("pausetoken-keys.json")
+            ```
+
+        Raises:
+            ConfigurationError: ``settings_file_unreadable`` when the file cannot be read,
+                ``key_file_insecure``, or any code of :meth:`from_jwks`; the message names
+                the path.
+        """
+        try:
+            text = read_keys_file(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            msg = f"cannot read the key file {os.fspath(path)}: {reason or type(exc).__name__}"
+            raise _config_error(msg, "settings_file_unreadable") from exc
+        try:
+            return cls.from_jwks(text)
+        except ConfigurationError as exc:
+            msg = f"the key file {os.fspath(path)}: {exc.detail}"
+            raise _config_error(msg, exc.code) from exc
+
+    @classmethod
     def from_jwks(cls, jwks: str | Mapping[str, Any]) -> KeyRing:
         """Load a ring from a JWK Set (JSON text or a parsed mapping); see the class docs.
 
