@@ -2,7 +2,7 @@
 
 It keeps no state outside the instance: two :class:`MemoryStore` objects know nothing of
 each other, and nothing is shared with other processes. A deployment with several workers
-needs a shared store (SQLAlchemy, Redis, Mongo) so that a token is redeemed exactly once
+needs a shared store (such as the SQLAlchemy store) so that a token is redeemed exactly once
 across all of them.
 """
 
@@ -61,7 +61,7 @@ def _warn_once() -> None:
     warnings.warn(
         "MemoryStore keeps tokens in this process only: workers in other processes do not "
         "see its claims, so a token could be redeemed once per process. Use a shared store "
-        "(SQLAlchemy, Redis, Mongo) when more than one process redeems tokens.",
+        "(such as the SQLAlchemy store) when more than one process redeems tokens.",
         MemoryStoreWarning,
         stacklevel=3,
     )

@@ -453,8 +453,8 @@ def open_store(url: str, **options: Any) -> TokenStore:
     """Open the store a URL names.
 
     The URL's scheme family (before ``+``) picks the installed store (``memory://``,
-    ``sqlite+aiosqlite:///tokens.db``, ``postgresql+asyncpg://...``, ``redis://...``,
-    ``mongodb+srv://...``) and its ``from_url`` receives the whole URL and ``options``.
+    ``sqlite+aiosqlite:///tokens.db``, ``postgresql+asyncpg://...``,
+    ``mysql+asyncmy://...``) and its ``from_url`` receives the whole URL and ``options``.
     ``"package.module:Class"`` (no ``://``) opens an unpublished store class directly; its
     ``from_url`` receives that string.
 

@@ -692,7 +692,7 @@ class PauseTokens:
             logger.warning("replay refused", extra={**log_extra, "code": "already_redeemed"})
             raise AlreadyRedeemed
         if outcome is ClaimOutcome.REVOKED:
-            logger.warning("revoked token presented", extra={**log_extra, "code": "revoked"})
+            logger.warning("revoked token presented", extra={**log_extra, "code": "token_revoked"})
             raise TokenRevoked
         retry_after = None
         if lease_until is not None:

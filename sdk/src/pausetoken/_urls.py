@@ -34,8 +34,8 @@ def redact_url(url: str) -> str:
     Example:
         >>> redact_url("postgresql+asyncpg://app:s3cret@db:5432/tokens")
         'postgresql+asyncpg://app:***@db:5432/tokens'
-        >>> redact_url("redis://:s3cret@cache:6379/0?sslpassword=s3cret&db=1")
-        'redis://:***@cache:6379/0?sslpassword=***&db=1'
+        >>> redact_url("postgresql://app@db:5432/tokens?sslpassword=s3cret&connect_timeout=5")
+        'postgresql://app@db:5432/tokens?sslpassword=***&connect_timeout=5'
         >>> redact_url("//app:s3cret@db/tokens")
         '//app:***@db/tokens'
 

@@ -63,7 +63,7 @@ def make_table(name: str, metadata: MetaData) -> Table:
     return Table(
         name,
         metadata,
-        Column("jti", _JTI_TYPE, primary_key=True, comment="token id, UTF-8, case-sensitive"),
+        Column("jti", _JTI_TYPE, primary_key=True, comment="pause key, UTF-8, case-sensitive"),
         Column("scope_hash", String(64), nullable=False),
         Column("name", String(255), nullable=False),
         Column("state", String(16), nullable=False, comment="claimed, redeemed or revoked"),

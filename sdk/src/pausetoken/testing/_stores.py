@@ -96,7 +96,7 @@ class StoreConformance:
 
     Attributes:
         supports_purge: ``purge`` deletes expired rows and reports how many (engines that
-            expire rows by themselves, such as Redis, may set this to ``False``).
+            expire rows by themselves (a TTL) may set this to ``False``).
         concurrency: How many concurrent claims of one pause the race tests start.
         factory_stores: How many stores the race tests open with ``store_factory``.
         process_race_skip_reason: Why the multi-process race does not apply (for

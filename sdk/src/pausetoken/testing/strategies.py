@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 _BASE64URL = string.ascii_letters + string.digits + "-_"
-# A range every engine stores exactly, to the microsecond (SQL DATETIME(6), Redis, Mongo).
+# A range every engine stores exactly, to the microsecond (SQL DATETIME(6) and microsecond integers alike).
 _EARLIEST = datetime(2001, 1, 1, tzinfo=UTC)
 _LATEST = datetime(2099, 1, 1, tzinfo=UTC)
 
