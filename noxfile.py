@@ -174,9 +174,11 @@ def docs(session: nox.Session) -> None:
     session.install("-e", "./sdk[testing,cli]")
     for distribution in _backend_distributions():
         session.install("-e", _with_all_extras(distribution))
-    session.run(
-        "mkdocs", "build", "--strict", "--site-dir", str(Path(session.create_tmp()) / "site")
-    )
+    site = Path(session.create_tmp()) / "site"
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(site))
+    # What a reader sees in the built HTML: no raw Sphinx roles, examples as code.
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("pytest", "tests/site", env={"PAUSETOKEN_SITE_DIR": str(site)})
 
 
 @nox.session(python=NEWEST)

@@ -33,10 +33,10 @@ class PendingInterrupt:
 class CheckpointReader(Protocol):
     """Reads a runtime's checkpoints so stale or foreign answers are refused.
 
-    Implementations raise :class:`~pausetoken.exceptions.CheckpointNotFound` when the
-    thread or checkpoint does not exist, :class:`~pausetoken.exceptions.CheckpointLost`
+    Implementations raise [`CheckpointNotFound`][pausetoken.exceptions.CheckpointNotFound] when the
+    thread or checkpoint does not exist, [`CheckpointLost`][pausetoken.exceptions.CheckpointLost]
     when it was lost because the runtime does not persist state, and
-    :class:`~pausetoken.exceptions.StaleToken` when the thread moved on or the interrupt is
+    [`StaleToken`][pausetoken.exceptions.StaleToken] when the thread moved on or the interrupt is
     no longer pending.
 
     A reader may also have a ``namespace`` attribute (a string naming the runtime it

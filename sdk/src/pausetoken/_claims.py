@@ -64,7 +64,7 @@ class Scope:
     A token minted for one scope is refused in any other (unless its interrupt kind opts in
     to cross-scope answers). Scopes are compared by the sha256 of their canonical JSON.
 
-    Example:
+    Examples:
         >>> Scope("acme", namespace="billing")
         Scope(tenant_id='acme', sub_tenant_id=None, namespace='billing')
     """
@@ -191,7 +191,7 @@ class Redemption(Generic[P, R]):
         replayed: ``True`` when this is an idempotent retry of an answer already committed.
         time_to_answer: Time from minting (``iat``) to this redemption.
         lease: The claim held while the body of ``redeem()`` runs (renewed in the
-            background; see :class:`~pausetoken.Lease`); ``None`` for a replay, which holds
+            background; see [`Lease`][pausetoken.Lease]); ``None`` for a replay, which holds
             no claim and must not act again.
     """
 

@@ -1,7 +1,7 @@
 """The ``pausetoken`` command line.
 
 Each subcommand is one function that takes the parsed arguments and returns an exit status,
-plus one function that declares its arguments; :data:`COMMANDS` registers them all in one
+plus one function that declares its arguments; `COMMANDS` registers them all in one
 place. Exit statuses: 0 success, 1 a token was refused (or a check failed), 2 a usage or
 configuration error.
 
@@ -1258,7 +1258,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser for ``pausetoken`` with every registered subcommand.
 
     Returns:
-        The parser; the chosen command's :class:`Command` is in the ``command`` attribute.
+        The parser; the chosen command's `Command` is in the ``command`` attribute.
     """
     parser = argparse.ArgumentParser(
         prog="pausetoken",

@@ -128,7 +128,7 @@ def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> by
     """Encode ``obj`` as RFC 8785 canonical JSON (the bytes that are hashed).
 
     Raises:
-        UnsupportedPayload: as :func:`to_json_value`, and for strings that are not valid
+        UnsupportedPayload: as `to_json_value()`, and for strings that are not valid
             Unicode (lone surrogates).
     """
     value = to_json_value(obj, converter=converter)
@@ -149,7 +149,7 @@ def hash_payload(obj: Any, *, converter: cattrs.Converter | None = None) -> str:
     Equal content hashes equal whether it is given as an attrs instance, a dataclass, a
     pydantic model or a dict, and whatever the key order.
 
-    Example:
+    Examples:
         >>> hash_payload({"b": 1, "a": [1.0, "x"]}) == hash_payload({"a": [1, "x"], "b": 1})
         True
 

@@ -2,7 +2,7 @@
 
 Until pausetoken's distributions are published, ``pip install "pausetoken[sqlite]"`` does
 not resolve, so hints name what works from a checkout of the repository instead. Flipping
-:data:`PUBLISHED` switches every hint to the published form.
+`PUBLISHED` switches every hint to the published form.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _BACKEND_EXTRAS: Final = {
 def install_hint(*requirements: str, published: bool = PUBLISHED) -> str:
     """The ``pip install`` line for ``requirements`` such as ``"pausetoken[cli]"``.
 
-    Example:
+    Examples:
         >>> install_hint("pausetoken[cli]", published=True)
         'pip install "pausetoken[cli]"'
         >>> install_hint("pausetoken[cli]", "pausetoken-sqlalchemy[sqlite]", published=False)
@@ -43,7 +43,7 @@ def install_hint(*requirements: str, published: bool = PUBLISHED) -> str:
 
     Args:
         *requirements: Distributions with optional extras, in their published names.
-        published: Use the published form (default: :data:`PUBLISHED`).
+        published: Use the published form (default: `PUBLISHED`).
 
     Returns:
         One line, ready to show a user.

@@ -37,11 +37,12 @@ class Interrupt(Generic[P, R]):
             TypedDict, pydantic model, or a plain type such as ``dict``).
         response: The type of the answer.
         validate: Optional ``validate(response, payload)``; raise
-            :class:`~pausetoken.exceptions.InvalidResponse` (or ``ValueError``) to refuse an
+            [`InvalidResponse`][pausetoken.exceptions.InvalidResponse] (or ``ValueError``) to
+            refuse an
             answer before anything is claimed.
         cross_scope: Allow answers from another scope than the one the token was minted in.
 
-    Example:
+    Examples:
         >>> import attrs
         >>> @attrs.frozen
         ... class Refund:

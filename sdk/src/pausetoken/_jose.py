@@ -153,7 +153,7 @@ def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> li
 
     Raises:
         InvalidToken: ``token_too_large``, ``token_malformed``, or for a header segment
-            longer than :data:`MAX_HEADER_CHARS` ``token_header_forbidden`` (it names a
+            longer than `MAX_HEADER_CHARS` ``token_header_forbidden`` (it names a
             forbidden member) or ``token_header_invalid``.
     """
     if not isinstance(token, str):
@@ -197,7 +197,7 @@ def _check_canonical(segment: str) -> None:
 
 
 def b64decode_segment(segment: str) -> bytes:
-    """Decode one base64url segment already checked by :func:`split_token`.
+    """Decode one base64url segment already checked by `split_token()`.
 
     Raises:
         InvalidToken: ``token_malformed``.
@@ -290,8 +290,8 @@ def _too_deep(value: Any, budget: int) -> bool:
 def parse_header(segment: str) -> dict[str, Any]:
     """Decode a protected header: a UTF-8 JSON object without duplicate members or long numbers.
 
-    The segment is at most :data:`MAX_HEADER_CHARS` long (checked before decoding) and its
-    numbers at most :data:`MAX_HEADER_NUMBER_CHARS` characters, so parsing an
+    The segment is at most `MAX_HEADER_CHARS` long (checked before decoding) and its
+    numbers at most `MAX_HEADER_NUMBER_CHARS` characters, so parsing an
     unauthenticated header has a small, fixed bound. The members' values are not checked
     here: the signers check each member by name.
 
@@ -411,9 +411,9 @@ class JoseSigner:
     """Signed compact JWTs (JWS) with the header ``{"alg", "typ": "pause+jwt", "kid"}``.
 
     ``HS256`` by default (the ring decides); ``EdDSA`` (Ed25519) and ``ES256`` (P-256) let a
-    verifier hold only public keys (:meth:`KeyRing.verify_only`).
+    verifier hold only public keys (`KeyRing.verify_only()`).
 
-    Example:
+    Examples:
         >>> signer = JoseSigner(KeyRing.generate("HS256"))
         >>> signer.verify(signer.sign({"x": 1}), now=0.0)
         {'x': 1}
@@ -565,7 +565,7 @@ class SealedSigner:
     (``KeyRing.generate("dir")``), separate from any signing key. Each token uses a fresh
     random 96-bit nonce; rotate the key well before 2**32 tokens.
 
-    Example:
+    Examples:
         >>> signer = SealedSigner(KeyRing.generate("dir"))
         >>> signer.verify(signer.sign({"x": 1}), now=0.0)
         {'x': 1}
@@ -630,7 +630,7 @@ class SealedSigner:
         """Check and decrypt a sealed token; return the claim set.
 
         Raises:
-            InvalidToken: the codes of :meth:`JoseSigner.verify`; a failed decryption is
+            InvalidToken: the codes of `JoseSigner.verify()`; a failed decryption is
                 ``token_signature_invalid`` (the authentication tag did not match); a
                 key-wrapping algorithm (``A256KW``, ``PBES2-*``, ``RSA-OAEP``, ``ECDH-ES*``)
                 is ``token_algorithm_not_allowed``, whatever its encrypted key segment.

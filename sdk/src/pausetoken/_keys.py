@@ -1,6 +1,6 @@
 """Key rings: named keys, one active for signing, older ones verify-only until retired.
 
-A :class:`KeyRing` is immutable. Rotation returns a new ring in which the new key signs and
+A `KeyRing` is immutable. Rotation returns a new ring in which the new key signs and
 the previous signing key still verifies until its retirement deadline, so tokens minted just
 before a rotation stay redeemable for the grace period and no longer.
 """
@@ -245,7 +245,7 @@ def _weakness(secret: bytes, alg: str) -> tuple[str, str] | None:
 def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
     """Refuse a symmetric key that is short, typed, patterned or key-file material.
 
-    The rule, in order (every refusal is a :class:`ConfigurationError` with the code shown):
+    The rule, in order (every refusal is a `ConfigurationError` with the code shown):
 
     1. PEM, OpenSSH or PuTTY key material (``key_is_pem``).
     2. ``dir`` keys must be exactly 32 bytes, HMAC keys at least 32 (``key_too_short``,
@@ -516,10 +516,10 @@ class KeyRing:
 
     Every key is used with exactly one algorithm: ``HS256`` (32+ byte secret), ``EdDSA``
     (Ed25519), ``ES256`` (P-256) for signed tokens, or ``dir`` (a 256-bit key) for sealed
-    tokens. A ring is immutable; :meth:`rotate` returns a new one. Its ``repr`` never shows
+    tokens. A ring is immutable; `rotate()` returns a new one. Its ``repr`` never shows
     key material.
 
-    JWKS format (:meth:`from_jwks` / :meth:`to_jwks`): a standard JWK Set with two
+    JWKS format (`from_jwks()` / `to_jwks()`): a standard JWK Set with two
     conventions on top::
 
         {
@@ -537,7 +537,7 @@ class KeyRing:
       for ``dir`` keys); ``key_ops``, when present, holds ``verify`` (``decrypt``) and, for
       the key that signs, ``sign`` (``encrypt``), and nothing else.
 
-    Example:
+    Examples:
         >>> ring = KeyRing.generate("EdDSA", kid="k1")
         >>> ring.active, ring.can_sign
         ('k1', True)
@@ -605,7 +605,7 @@ class KeyRing:
             alg: ``"HS256"`` or ``"dir"``.
 
         Raises:
-            ConfigurationError: the codes of :func:`check_secret` (``key_too_short``,
+            ConfigurationError: the codes of `check_secret()` (``key_too_short``,
                 ``key_size_invalid``, ``key_whitespace``, ``key_not_ascii``,
                 ``key_placeholder``, ``key_low_entropy``, ``key_is_pem``),
                 ``alg_not_allowed``, ``kid_invalid``.
@@ -623,17 +623,17 @@ class KeyRing:
     def from_file(cls, path: str | os.PathLike[str]) -> KeyRing:
         """Load a ring from a JWK Set file, as ``pausetoken keygen -o FILE`` writes it.
 
-        The file's mode is checked first (see :func:`read_keys_file`): a file other users
+        The file's mode is checked first (see `read_keys_file()`): a file other users
         may write is refused, one they may read is loaded with a warning.
 
-        Example:
+        Examples:
             ```python
             ring = KeyRing.from_file("pausetoken-keys.json")
             ```
 
         Raises:
             ConfigurationError: ``settings_file_unreadable`` when the file cannot be read,
-                ``key_file_insecure``, or any code of :meth:`from_jwks`; the message names
+                ``key_file_insecure``, or any code of `from_jwks()`; the message names
                 the path.
         """
         try:
@@ -660,7 +660,7 @@ class KeyRing:
             ConfigurationError: ``jwks_invalid``, ``key_is_pem``, ``key_alg_mismatch``,
                 ``key_ops_invalid``, ``key_invalid`` (also for an Ed25519 ``x`` that is not
                 the public half of its ``d``), the key-strength codes of
-                :meth:`from_secret`, ``alg_not_allowed``, ``duplicate_kid``,
+                `from_secret()`, ``alg_not_allowed``, ``duplicate_kid``,
                 ``empty_keyring`` or ``no_active_key``.
         """
         data = _parse_jwks_text(jwks) if isinstance(jwks, str) else jwks

@@ -32,18 +32,18 @@ class Lease:
     The service renews it in the background every third of the lease, so only a worker that
     died (or stalled for longer than the lease) lets it lapse for another worker to take
     over. When a renewal finds the claim gone (taken over after it lapsed, or revoked), or
-    cannot reach the store before the lease ends, the lease is *lost*: :attr:`lost` turns
-    true, :meth:`ensure_held` raises, and :meth:`run` cancels what it runs.
+    cannot reach the store before the lease ends, the lease is *lost*: `lost` turns
+    true, `ensure_held()` raises, and `run()` cancels what it runs.
 
     Side effects in the body should still be idempotent: a lease protects against a second
     worker resuming the pause, not against the first one crashing half-way.
 
-    Example:
-        .. code-block:: python
-
-            async with tokens.redeem(token, answer, scope=scope) as done:
-                if not done.replayed:
-                    await done.lease.run(resume_the_run(done.response))
+    Examples:
+        ```python
+        async with tokens.redeem(token, answer, scope=scope) as done:
+            if not done.replayed:
+                await done.lease.run(resume_the_run(done.response))
+        ```
     """
 
     def __init__(
@@ -56,7 +56,7 @@ class Lease:
         length: timedelta,
         clock: Callable[[], float],
     ) -> None:
-        """Hold ``lease_id`` on ``pause_key`` until ``until`` (renewed by :meth:`keep`)."""
+        """Hold ``lease_id`` on ``pause_key`` until ``until`` (renewed by `keep()`)."""
         self._store = store
         self._pause_key = pause_key
         self._lease_id = lease_id
@@ -91,7 +91,7 @@ class Lease:
             raise LeaseLost
 
     async def run(self, awaitable: Awaitable[_T]) -> _T:
-        """Await ``awaitable``; cancel it and raise :class:`LeaseLost` if the lease is lost.
+        """Await ``awaitable``; cancel it and raise `LeaseLost` if the lease is lost.
 
         Raises:
             LeaseLost: the claim was lost before ``awaitable`` finished (it was cancelled).

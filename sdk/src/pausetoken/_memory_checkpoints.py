@@ -32,12 +32,12 @@ class MemoryCheckpoints:
     """Keeps pauses in this process's memory, keyed by thread, checkpoint and interrupt id.
 
     For runtimes without a checkpointer pausetoken can read: minting records the payload
-    (:meth:`bind`), the runtime tells the reader when a thread moves on (:meth:`advance`) or
-    an interrupt was answered (:meth:`resolve`), and redeeming checks the token against what
+    (`bind()`), the runtime tells the reader when a thread moves on (`advance()`) or
+    an interrupt was answered (`resolve()`), and redeeming checks the token against what
     was recorded. Nothing survives the process: a token whose thread this reader does not
-    know is answered with :class:`~pausetoken.exceptions.CheckpointLost` (424).
+    know is answered with [`CheckpointLost`][pausetoken.exceptions.CheckpointLost] (424).
 
-    Example:
+    Examples:
         >>> checkpoints = MemoryCheckpoints()
         >>> new_checkpoint = checkpoints.advance("thread-1")
     """

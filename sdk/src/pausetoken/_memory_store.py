@@ -1,6 +1,6 @@
 """A token store in this process's memory: for tests, demos and single-process tools.
 
-It keeps no state outside the instance: two :class:`MemoryStore` objects know nothing of
+It keeps no state outside the instance: two `MemoryStore` objects know nothing of
 each other, and nothing is shared with other processes. A deployment with several workers
 needs a shared store (such as the SQLAlchemy store) so that a token is redeemed exactly once
 across all of them.
@@ -38,7 +38,7 @@ _URLS: Final = frozenset({"memory:", "memory://"})
 
 
 class MemoryStoreWarning(UserWarning):
-    """A :class:`MemoryStore` is in use: it is not shared between processes.
+    """A `MemoryStore` is in use: it is not shared between processes.
 
     Emitted once per process. Silence it where a single process is intended::
 
@@ -82,17 +82,17 @@ def _holds(row: TokenRecord, lease_id: str) -> bool:
 
 
 class MemoryStore:
-    """A :class:`~pausetoken.TokenStore` kept in a dictionary of this process.
+    """A [`TokenStore`][pausetoken.TokenStore] kept in a dictionary of this process.
 
     Every operation reads and writes under one lock without awaiting in between, so it is
     atomic under asyncio concurrency and across threads of one process. It is **not** shared
     between processes: the first instance created in a process emits a
-    :class:`MemoryStoreWarning` saying so.
+    `MemoryStoreWarning` saying so.
 
-    After :meth:`aclose` the store forgets its rows and every operation raises
-    :class:`~pausetoken.exceptions.StoreUnavailable` (fail closed).
+    After `aclose()` the store forgets its rows and every operation raises
+    [`StoreUnavailable`][pausetoken.exceptions.StoreUnavailable] (fail closed).
 
-    Example:
+    Examples:
         >>> import warnings
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore", MemoryStoreWarning)

@@ -1,6 +1,6 @@
 """The time settings' defaults and the ranges they must stay within, written once.
 
-:class:`~pausetoken.Settings`, :class:`~pausetoken.PauseTokens` and ``mint(ttl=...)`` all
+[`Settings`][pausetoken.Settings], [`PauseTokens`][pausetoken.PauseTokens] and ``mint(ttl=...)`` all
 check durations here, so a bound is changed in one place.
 """
 

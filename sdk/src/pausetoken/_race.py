@@ -1,14 +1,15 @@
 """Races: concurrent claims of the same pauses, started together so that none gets ahead.
 
-:func:`race_processes` makes several OS processes claim the same pauses through one store
-URL; :func:`race_tasks` and :func:`warm_up` do the same for tasks of one event loop (the
+`race_processes()` makes several OS processes claim the same pauses through one store
+URL; `race_tasks()` and `warm_up()` do the same for tasks of one event loop (the
 conformance kit and ``pausetoken store check`` use them). A claim that reads and then writes
 passes a race whose first claimer writes before the others have even connected, so every
 racer opens its connections first and waits at a barrier; only then do they all claim.
 
-It lives outside :mod:`pausetoken.testing` so that each spawned worker imports only the core
+It lives outside [`pausetoken.testing`][pausetoken.testing] so that each spawned worker imports
+only the core
 (not pytest and hypothesis), which keeps a race's start-up short. ``race_processes`` is
-public as :func:`pausetoken.testing.race_processes`.
+public as [`pausetoken.testing.race_processes()`][pausetoken.testing.race_processes].
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ async def warm_up(store: TokenStore, connections: int) -> None:
 
 
 async def race_tasks(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
-    """Run every call as its own task, all released together from an :class:`asyncio.Barrier`.
+    """Run every call as its own task, all released together from an `asyncio.Barrier`.
 
     Args:
         calls: Zero-argument coroutine functions (typically one store call each).
@@ -99,17 +100,17 @@ def race_processes(
     """Claim every pause from several processes at once; count the ``CLAIMED`` answers.
 
     Each process (started with ``spawn``) opens the store with
-    :func:`~pausetoken.open_store`, calls its ``check``, opens its connections (a few
+    [`open_store()`][pausetoken.open_store], calls its ``check``, opens its connections (a few
     concurrent ``status`` calls), waits at a barrier for the others, then claims every key
     concurrently with its own lease. A store that is correct across processes answers
     ``CLAIMED`` exactly once per key. The store must be shared between processes (a
     database file or server): a process-local store such as ``memory://`` is refused.
 
-    Example:
-        .. code-block:: python
-
-            counts = race_processes(f"sqlite+aiosqlite:///{tmp_path}/t.db", keys)
-            assert counts == dict.fromkeys(keys, 1)
+    Examples:
+        ```python
+        counts = race_processes(f"sqlite+aiosqlite:///{tmp_path}/t.db", keys)
+        assert counts == dict.fromkeys(keys, 1)
+        ```
 
     Args:
         url: The store URL every process opens (or ``module:attr``).

@@ -10,8 +10,8 @@ Discovery is lazy: entry points are read (names only, nothing imported) once per
 and cached; only the chosen backend is imported, and the loaded object is cached too. One
 broken plugin therefore never disturbs the others.
 
-Process-wide state is limited to those two caches and to explicit :func:`register_store`
-calls; :func:`reset_registry` clears all three (tests do so around every test).
+Process-wide state is limited to those two caches and to explicit `register_store()`
+calls; `reset_registry()` clears all three (tests do so around every test).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class BackendInfo:
         kind: ``"stores"``, ``"signers"`` or ``"checkpoints"``.
         target: Where it lives, as ``"module:attr"``.
         distribution: The installed distribution that registers it (``None`` when it was
-            registered in code with :func:`register_store`).
+            registered in code with `register_store()`).
         version: That distribution's version.
     """
 
@@ -204,7 +204,7 @@ _registered: dict[BackendKind, dict[str, BackendInfo]] = {kind: {} for kind in G
 
 
 def reset_registry() -> None:
-    """Forget discovered entry points, loaded backends and :func:`register_store` calls.
+    """Forget discovered entry points, loaded backends and `register_store()` calls.
 
     Meant for tests, and for a long-lived process that installed a plugin after start-up.
     """
@@ -256,9 +256,9 @@ def available_backends(kind: BackendKind) -> list[BackendInfo]:
     """List the installed and registered backends of one kind, without importing any.
 
     A name claimed by two distributions appears once per distribution (choosing it raises
-    :class:`~pausetoken.exceptions.AmbiguousBackend`).
+    [`AmbiguousBackend`][pausetoken.exceptions.AmbiguousBackend]).
 
-    Example:
+    Examples:
         >>> "memory" in [b.name for b in available_backends("stores")]
         True
 
@@ -316,7 +316,7 @@ def load(kind: BackendKind, name: str) -> Any:
 
     Args:
         kind: ``"stores"``, ``"signers"`` or ``"checkpoints"``.
-        name: Its entry-point name (or a name given to :func:`register_store`).
+        name: Its entry-point name (or a name given to `register_store()`).
 
     Returns:
         The backend object, whose ``api_version`` was checked.
@@ -379,10 +379,10 @@ def register_store(name: str, target: Any, *, replace: bool = False) -> None:
     """Register a store under a URL family name, in code, for this process.
 
     Registration is process-wide (like an installed entry point) and lasts until
-    :func:`reset_registry`. ``target`` may be the store class itself or a
+    `reset_registry()`. ``target`` may be the store class itself or a
     ``"module:attr"`` string imported on first use.
 
-    Example:
+    Examples:
         >>> register_store("inhouse", "myapp.stores:InHouseStore")  # doctest: +SKIP
         >>> open_store("inhouse://tokens")  # doctest: +SKIP
 
@@ -444,7 +444,7 @@ def load_store(url: str) -> Any:
     """Load the store class a URL (or ``module:attr``) chooses, without opening it.
 
     Raises:
-        As :func:`open_store`, except that nothing is opened.
+        As `open_store()`, except that nothing is opened.
     """
     return _store_info(url).load()
 
@@ -458,7 +458,7 @@ def open_store(url: str, **options: Any) -> TokenStore:
     ``"package.module:Class"`` (no ``://``) opens an unpublished store class directly; its
     ``from_url`` receives that string.
 
-    Example:
+    Examples:
         >>> import warnings, pausetoken
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore", pausetoken.MemoryStoreWarning)

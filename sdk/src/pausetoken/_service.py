@@ -1,4 +1,4 @@
-"""The :class:`PauseTokens` service: mint, verify and redeem exactly once."""
+"""The `PauseTokens` service: mint, verify and redeem exactly once."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ _COMMIT_RETRY_MAX_S = 1.0
 
 
 class TokenStatus(enum.Enum):
-    """Where a token stands (see :meth:`PauseTokens.status`)."""
+    """Where a token stands (see `PauseTokens.status()`)."""
 
     #: Valid and not yet redeemed.
     ACTIVE = "active"
@@ -115,9 +115,10 @@ class PauseTokens:
     """Mints pause tokens and redeems their answers exactly once.
 
     Args:
-        signer: Signs and verifies tokens (:class:`~pausetoken.JoseSigner`, ...).
-        store: Where single use is enforced (:class:`~pausetoken.MemoryStore`, a backend).
-        checkpoints: Reads the runtime's checkpoints (:class:`~pausetoken.MemoryCheckpoints`,
+        signer: Signs and verifies tokens ([`JoseSigner`][pausetoken.JoseSigner], ...).
+        store: Where single use is enforced ([`MemoryStore`][pausetoken.MemoryStore], a backend).
+        checkpoints: Reads the runtime's checkpoints
+            ([`MemoryCheckpoints`][pausetoken.MemoryCheckpoints],
             ``pausetoken_langgraph.LangGraphCheckpoints``).
         ttl: Default token lifetime.
         leeway: Clock skew tolerated when checking times.
@@ -126,15 +127,15 @@ class PauseTokens:
         max_lifetime: Longest lifetime a token may claim (``exp - iat``).
         max_token_bytes: Tokens longer than this are refused before parsing.
         lease: How long a claim holds unless renewed. The service renews it every third of
-            this while the body of :meth:`redeem` runs, so it only needs to outlast a
+            this while the body of `redeem()` runs, so it only needs to outlast a
             stalled worker; another redeemer takes over a claim only after its lease plus
             ``leeway`` (the clock-skew allowance) passed. At least one second.
         clock: Returns the current time in seconds since the epoch (for tests).
 
-    The service owns nothing it was handed: :meth:`aclose` closes only what
-    :meth:`from_settings` opened.
+    The service owns nothing it was handed: `aclose()` closes only what
+    `from_settings()` opened.
 
-    Example:
+    Examples:
         >>> tokens = PauseTokens(signer=signer, store=store, checkpoints=checkpoints)
         ... # doctest: +SKIP
     """
@@ -182,11 +183,11 @@ class PauseTokens:
         checkpoints: CheckpointReader | None = None,
         clock: Callable[[], float] = _system_clock,
     ) -> Self:
-        """Build the service from :class:`~pausetoken.Settings`.
+        """Build the service from [`Settings`][pausetoken.Settings].
 
         The signer, store and (unless given) checkpoint reader are chosen through the plugin
         registry by the names and URL in ``settings``. What is opened here is closed by
-        :meth:`aclose`.
+        `aclose()`.
 
         Args:
             settings: The configuration.
@@ -225,7 +226,7 @@ class PauseTokens:
         return service
 
     async def __aenter__(self) -> Self:
-        """Enter ``async with``: checks the store once (see :meth:`check_store`)."""
+        """Enter ``async with``: checks the store once (see `check_store()`)."""
         try:
             await self.check_store()
         except BaseException:
@@ -251,7 +252,7 @@ class PauseTokens:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close what :meth:`from_settings` opened; things handed in stay open."""
+        """Close what `from_settings()` opened; things handed in stay open."""
         owned, self._owned = self._owned, []
         for close in reversed(owned):
             await close()
@@ -615,7 +616,7 @@ class PauseTokens:
     async def consume(
         self, token: str, response: Any, *, scope: Scope, principal: str | None = None
     ) -> Redemption[Any, Any]:
-        """Redeem in one step (claim and commit); see :meth:`redeem` for the checks.
+        """Redeem in one step (claim and commit); see `redeem()` for the checks.
 
         Returns:
             The redemption; ``replayed`` is true for a retry of a committed answer.

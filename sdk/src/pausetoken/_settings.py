@@ -1,4 +1,4 @@
-"""Settings: everything a :class:`~pausetoken.PauseTokens` service needs to start.
+"""Settings: everything a [`PauseTokens`][pausetoken.PauseTokens] service needs to start.
 
 Settings come from code, from ``PAUSETOKEN_*`` environment variables or from a TOML file.
 There are no silent fallbacks: a store URL and a key set must always be given (``memory://``
@@ -79,7 +79,7 @@ def _error(code: str, msg: str) -> ConfigurationError:
 def parse_duration(value: str | float | timedelta) -> timedelta:
     """Read a duration given as seconds or in the short form used in settings.
 
-    Accepted: a :class:`~datetime.timedelta`, a non-negative number of seconds (``90``,
+    Accepted: a `timedelta`, a non-negative number of seconds (``90``,
     ``"1.5"``), or numbers with the units ``s``, ``m``, ``h``, ``d`` (``"15m"``, ``"24h"``,
     ``"7d"``, ``"1h30m"``).
 
@@ -87,13 +87,13 @@ def parse_duration(value: str | float | timedelta) -> timedelta:
         value: The duration.
 
     Returns:
-        The duration as a :class:`~datetime.timedelta`.
+        The duration as a `timedelta`.
 
     Raises:
         ConfigurationError: ``settings_invalid`` for anything else (negative numbers,
             unknown units, booleans, empty strings).
 
-    Example:
+    Examples:
         >>> parse_duration("1h30m")
         datetime.timedelta(seconds=5400)
     """
@@ -183,11 +183,12 @@ def _options(value: Mapping[str, Any]) -> Mapping[str, Any]:
 
 @attrs.frozen(kw_only=True, repr=False)
 class Settings:
-    """How a :class:`~pausetoken.PauseTokens` service is put together.
+    """How a [`PauseTokens`][pausetoken.PauseTokens] service is put together.
 
-    Build it in code, or read it with :meth:`from_env` or :meth:`from_toml`. Every value is
+    Build it in code, or read it with `from_env()` or `from_toml()`. Every value is
     validated on construction; a bad one raises
-    :class:`~pausetoken.exceptions.ConfigurationError` with a ``settings_*`` code naming the
+    [`ConfigurationError`][pausetoken.exceptions.ConfigurationError] with a ``settings_*`` code
+    naming the
     setting, never its value. The ``repr`` hides keys, option values and URL passwords.
 
     Attributes:
@@ -209,7 +210,7 @@ class Settings:
         lease: How long a claim holds unless renewed (the service renews it while the
             redemption's body runs); at least one second.
 
-    Example:
+    Examples:
         >>> from pausetoken import KeyRing, Settings
         >>> settings = Settings(store_url="memory://", keys=KeyRing.generate())
         >>> settings.ttl
@@ -307,13 +308,13 @@ class Settings:
         are left to test suites.
 
         Args:
-            environ: The variables to read (default: :data:`os.environ`).
+            environ: The variables to read (default: `os.environ`).
 
         Returns:
             The validated settings.
 
         Raises:
-            ConfigurationError: As :meth:`from_mapping`; messages name the variable.
+            ConfigurationError: As `from_mapping()`; messages name the variable.
         """
         environ = os.environ if environ is None else environ
         known = {_env_name(name): name for name in _FIELDS}
@@ -338,7 +339,7 @@ class Settings:
         """Read settings from the ``[pausetoken]`` table of a TOML file.
 
         In a ``pyproject.toml`` the table is ``[tool.pausetoken]``. Keys are as in
-        :meth:`from_mapping`; a relative ``keys_file`` is resolved against the TOML file's
+        `from_mapping()`; a relative ``keys_file`` is resolved against the TOML file's
         directory. Durations may be seconds (``ttl = 3600``) or strings (``ttl = "1h"``).
 
         Args:
@@ -349,7 +350,7 @@ class Settings:
 
         Raises:
             ConfigurationError: The file cannot be read or parsed, has no pausetoken table
-                or has both, or as :meth:`from_mapping`.
+                or has both, or as `from_mapping()`.
         """
         file = Path(path)
         try:

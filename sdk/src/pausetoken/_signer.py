@@ -25,7 +25,8 @@ class Signer(Protocol):
 
     A signer published under the ``pausetoken.signers`` entry-point group is a class (or
     factory) with ``api_version = 1`` and ``from_keys(keys, *, max_token_bytes, **options)``;
-    :meth:`~pausetoken.PauseTokens.from_settings` passes the configured token size limit and
+    [`from_settings()`][pausetoken.PauseTokens.from_settings] passes the configured token size
+    limit and
     the ``signer_options`` setting.
     """
 
@@ -34,7 +35,10 @@ class Signer(Protocol):
         ...
 
     def verify(self, token: str, *, now: float) -> dict[str, Any]:
-        """Return the token's claim set, or raise :class:`~pausetoken.exceptions.InvalidToken`.
+        """Return the token's claim set, or raise ``InvalidToken``.
+
+        The error is [`InvalidToken`][pausetoken.exceptions.InvalidToken] with the code of
+        the check that failed.
 
         Args:
             token: The compact token.

@@ -1,20 +1,20 @@
 """The consumption store protocol: each pause answered exactly once, in two phases.
 
-A store keeps one row per **pause key** (:attr:`~pausetoken.Claims.pause_key`): the pause in
+A store keeps one row per **pause key** ([`pause_key`][pausetoken.Claims.pause_key]): the pause in
 its runtime (thread, checkpoint, interrupt, and the issuer/audience namespace that keeps
 applications sharing one table apart). The key never includes the scope, so every token
 minted for one pause, under any scope, meets the same row and only one answer wins.
 
 Every method is atomic per pause key: among any number of concurrent callers for one key,
-exactly one gets :attr:`ClaimOutcome.CLAIMED`.
+exactly one gets `ClaimOutcome.CLAIMED`.
 
 Times are passed in by the caller rather than read by the store, so that every worker uses
 the clock the service verified the token with (less its clock-skew allowance, see
-:attr:`ClaimRequest.now`), and tests can inject one. Stores keep times with microsecond
-precision: what is written is what :meth:`TokenStore.status` returns.
+`ClaimRequest.now`), and tests can inject one. Stores keep times with microsecond
+precision: what is written is what `TokenStore.status()` returns.
 
 The full rules, state by state, are in the "Writing a plugin" page of the documentation;
-the conformance kit in :mod:`pausetoken.testing` checks every one of them.
+the conformance kit in [`pausetoken.testing`][pausetoken.testing] checks every one of them.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ STORE_API_VERSION = 2
 
 
 class ClaimOutcome(enum.Enum):
-    """What :meth:`TokenStore.claim` found."""
+    """What `TokenStore.claim()` found."""
 
     #: The caller holds the lease now and may resume the run.
     CLAIMED = "claimed"
@@ -74,7 +74,7 @@ class ClaimRequest:
     """One attempt to claim a pause.
 
     Attributes:
-        pause_key: The row key (:attr:`~pausetoken.Claims.pause_key`; case-sensitive,
+        pause_key: The row key ([`pause_key`][pausetoken.Claims.pause_key]; case-sensitive,
             1 to 64 characters of the ``jti`` alphabet).
         scope_hash: The presenting token's scope hash, stored for audits.
         name: The interrupt name, stored for audits.
@@ -99,7 +99,7 @@ class ClaimRequest:
 
 @attrs.frozen
 class ClaimResult:
-    """The answer to :meth:`TokenStore.claim`.
+    """The answer to `TokenStore.claim()`.
 
     Attributes:
         outcome: What the store found.
@@ -112,7 +112,7 @@ class ClaimResult:
 
 @attrs.frozen
 class TokenRecord:
-    """What a store knows of one pause (see :meth:`TokenStore.status`).
+    """What a store knows of one pause (see `TokenStore.status()`).
 
     Which fields each state holds:
 
@@ -142,7 +142,7 @@ class TokenStore(Protocol):
     """Where single use is enforced. Implementations must be safe across processes.
 
     Semantics every implementation follows (the conformance kit in
-    :mod:`pausetoken.testing` checks them):
+    [`pausetoken.testing`][pausetoken.testing] checks them):
 
     * ``claim``: no row, or a ``CLAIMED`` row whose lease ended (``lease_until <= now``):
       write ``CLAIMED`` with the request's scope hash, name, response hash and lease, answer
@@ -163,9 +163,9 @@ class TokenStore(Protocol):
       stay as they are. The expiry is raised in every case. Returns the resulting record.
     * ``purge``: deletes rows whose ``expires_at`` is before ``before``; returns how many.
     * ``check``: at start-up, whether the store can serve (connects, prepares its schema).
-    * An unreachable engine raises :class:`~pausetoken.exceptions.StoreUnavailable`;
+    * An unreachable engine raises [`StoreUnavailable`][pausetoken.exceptions.StoreUnavailable];
       permanent misconfiguration found by ``check`` raises
-      :class:`~pausetoken.exceptions.ConfigurationError`.
+      [`ConfigurationError`][pausetoken.exceptions.ConfigurationError].
     """
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STEPS", "StepResult", "check_store", "failure_cause"]
 
-#: The steps of :func:`check_store`, in the order they run.
+#: The steps of `check_store()`, in the order they run.
 STEPS: Final = (
     "schema",
     "check",
@@ -57,14 +57,14 @@ _KEEP = timedelta(minutes=10)
 
 @attrs.frozen
 class StepResult:
-    """One step of :func:`check_store`.
+    """One step of `check_store()`.
 
     Attributes:
         name: What was checked.
         passed: Whether the store behaved as the protocol says.
         detail: What was seen (an outcome or an error code), never data from other rows.
         cause: Why a step that raised failed, in one line without secrets (see
-            :func:`failure_cause`); ``None`` when it passed or the store misbehaved.
+            `failure_cause()`); ``None`` when it passed or the store misbehaved.
         error: The error a failed step raised (for ``--debug``).
     """
 
@@ -201,7 +201,7 @@ async def check_store(
 ) -> list[StepResult]:
     """Run the smoke against ``store`` and report each step, up to the first that fails.
 
-    Steps (:data:`STEPS`): the schema (created, or already present, when the store says
+    Steps (`STEPS`): the schema (created, or already present, when the store says
     which), the store's start-up ``check``, the claim/renew/commit life cycle, release,
     revoke, ``concurrency`` concurrent claims of one pause, and a purge of rows that already
     expired. The first step that fails ends the check: the later ones would only fail for
@@ -312,14 +312,15 @@ def failure_cause(error: BaseException, url: str | None = None) -> str:
     otherwise the innermost driver message is used (``database "x" does not exist``,
     ``unable to open database file``). Wrappers (SQLAlchemy's) are skipped. URLs in the
     text are redacted, the password of ``url`` is removed wherever it appears, and the
-    line is cut at :data:`MAX_CAUSE` characters.
+    line is cut at `MAX_CAUSE` characters.
 
-    Example:
+    Examples:
         >>> failure_cause(ConnectionRefusedError(111, "Connect call failed ('::1', 5433)"))
         'connection refused on [::1]:5433'
 
     Args:
-        error: The error, usually a :class:`~pausetoken.exceptions.PauseTokenError` raised
+        error: The error, usually a [`PauseTokenError`][pausetoken.exceptions.PauseTokenError]
+            raised
             ``from`` the driver's.
         url: The URL that was used, for the host and port and its password.
 

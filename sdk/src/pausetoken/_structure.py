@@ -1,7 +1,7 @@
 """The cattrs converter pausetoken uses for payloads, responses, claims and settings.
 
-One converter per process would be global state; instead :func:`make_converter` builds one
-and each :class:`~pausetoken.PauseTokens` service keeps its own. :data:`default_converter`
+One converter per process would be global state; instead `make_converter()` builds one
+and each [`PauseTokens`][pausetoken.PauseTokens] service keeps its own. `default_converter`
 serves the module-level helpers (hashing, the CLI) that have no service at hand.
 """
 

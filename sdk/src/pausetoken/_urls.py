@@ -31,7 +31,7 @@ def redact_url(url: str) -> str:
     every query parameter whose name contains ``pass``, ``pwd``, ``secret``, ``token`` or
     ``key`` is hidden. A URL that cannot be parsed is never shown whole.
 
-    Example:
+    Examples:
         >>> redact_url("postgresql+asyncpg://app:s3cret@db:5432/tokens")
         'postgresql+asyncpg://app:***@db:5432/tokens'
         >>> redact_url("postgresql://app@db:5432/tokens?sslpassword=s3cret&connect_timeout=5")
@@ -86,7 +86,7 @@ def _secret_name(name: str) -> bool:
 def store_family(url: str) -> str:
     """The store entry-point name a URL chooses: its scheme's family before ``+``.
 
-    Example:
+    Examples:
         >>> store_family("postgresql+asyncpg://app@db/tokens"), store_family("rediss://cache")
         ('postgresql', 'redis')
 

@@ -1,6 +1,6 @@
 """Strict token verification: the signer's checks, then claims, time, issuer, audience, jti.
 
-:func:`verify_token` runs the whole DESIGN order for any :class:`~pausetoken.Signer`: the
+`verify_token()` runs the whole DESIGN order for any [`Signer`][pausetoken.Signer]: the
 signer checks everything up to the signature and the payload's JSON shape; the claim checks
 here are the same for every signer.
 """
@@ -86,9 +86,9 @@ def _token_size(_instance: object, attribute: attrs.Attribute[Any], value: objec
 
 @attrs.frozen
 class TokenPolicy:
-    """What :func:`verify_token` accepts besides a valid signature.
+    """What `verify_token()` accepts besides a valid signature.
 
-    Example:
+    Examples:
         >>> from datetime import timedelta
         >>> TokenPolicy(issuer="billing", leeway=timedelta(seconds=5)).audience
         'pausetoken'
@@ -208,7 +208,7 @@ def verify_token(
             applies). For revoking: an expired token is still authentic.
 
     Returns:
-        The verified :class:`~pausetoken.Claims`.
+        The verified [`Claims`][pausetoken.Claims].
 
     Raises:
         InvalidToken: with a stable ``code``: the signer's codes, ``token_claims_invalid``
@@ -251,7 +251,7 @@ def decode_unverified(
     JSON objects without duplicate members or NaN, bounded numbers and nesting), but no key
     is consulted and the header's members are not judged: an unsecured token (``alg:
     none``, empty signature) or one with a ``crit`` member is shown as it is, and
-    :func:`verify_token` refuses it.
+    `verify_token()` refuses it.
 
     Args:
         token: A signed (three segments) or sealed (five segments) compact token.

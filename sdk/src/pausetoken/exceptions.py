@@ -4,7 +4,7 @@ Each error carries a stable machine ``code`` (safe to branch on and to show to c
 human ``detail`` and the HTTP status a server should answer with. Messages never contain a
 token, claim values or payloads: they name what was wrong, not what was sent.
 
-Example:
+Examples:
     >>> from pausetoken.exceptions import TokenExpired
     >>> err = TokenExpired()
     >>> err.code, err.http_status
@@ -791,10 +791,10 @@ class LeaseLost(PauseTokenError):
 class CommitUnconfirmed(PauseTokenError):
     """The body ran but the store could not confirm the commit: the run may have resumed.
 
-    Raised only after the body of :meth:`~pausetoken.PauseTokens.redeem` completed and every
+    Raised only after the body of [`redeem()`][pausetoken.PauseTokens.redeem] completed and every
     commit attempt within the lease failed to reach the store. It is never raised for a
     refusal before the body ran. Do not answer the pause again blindly: ask
-    :meth:`~pausetoken.PauseTokens.status` once the store is back (``REDEEMED`` means the
+    [`status()`][pausetoken.PauseTokens.status] once the store is back (``REDEEMED`` means the
     commit landed), and treat the action as possibly done.
     """
 

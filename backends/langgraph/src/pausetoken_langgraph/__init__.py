@@ -1,10 +1,10 @@
 """LangGraph integration for pausetoken.
 
-Inside a node, :func:`ask` pauses the run with a small envelope around ``interrupt()``.
-After the run returned paused, :func:`mint_pending` mints one token per pending interrupt,
+Inside a node, `ask()` pauses the run with a small envelope around ``interrupt()``.
+After the run returned paused, `mint_pending()` mints one token per pending interrupt,
 bound to the thread, the head checkpoint, LangGraph's interrupt id and the stored payload.
-:func:`resume` redeems a token in two phases and resumes the run exactly once.
-:class:`LangGraphCheckpoints` is the checkpoint reader the service uses for all of this.
+`resume()` redeems a token in two phases and resumes the run exactly once.
+`LangGraphCheckpoints` is the checkpoint reader the service uses for all of this.
 """
 
 from __future__ import annotations

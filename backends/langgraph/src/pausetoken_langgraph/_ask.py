@@ -26,7 +26,7 @@ _converter = make_converter()
 
 
 def envelope(name: str, payload: Any) -> dict[str, Any]:
-    """The value :func:`ask` hands to LangGraph's ``interrupt()``.
+    """The value `ask()` hands to LangGraph's ``interrupt()``.
 
     Args:
         name: The registered interrupt name.
@@ -48,7 +48,7 @@ def unwrap(value: Any) -> tuple[str | None, Any]:
         value: An interrupt's value as LangGraph stored it.
 
     Returns:
-        ``(name, payload)`` for a value written by :func:`ask`; ``(None, value)`` for any
+        ``(name, payload)`` for a value written by `ask()`; ``(None, value)`` for any
         other interrupt (a *foreign* one).
     """
     if (
@@ -82,18 +82,18 @@ def ask(
     Call it inside a LangGraph node instead of ``interrupt()``. The node re-runs from its
     first line when the run resumes, so do not mint tokens or cause side effects before
     this call: mint after the run returned paused, with
-    :func:`~pausetoken_langgraph.mint_pending`.
+    [`mint_pending()`][pausetoken_langgraph.mint_pending].
 
-    The payload is stored by LangGraph inside an envelope (see :func:`envelope`); the
+    The payload is stored by LangGraph inside an envelope (see `envelope()`); the
     token minted for the pause binds the hash of the payload as LangGraph stored it.
 
     Args:
-        interrupt: The registered :class:`~pausetoken.Interrupt` (its name and response
+        interrupt: The registered [`Interrupt`][pausetoken.Interrupt] (its name and response
             type are used, so they are written once), or its name.
         payload: What is shown to the person: plain JSON data, or an attrs class, dataclass
             or pydantic model (stored as plain JSON).
         response: With a name: the type to structure the answer into; without it the
-            answer is returned as the plain JSON that :func:`~pausetoken_langgraph.resume`
+            answer is returned as the plain JSON that [`resume()`][pausetoken_langgraph.resume]
             sent. With an ``Interrupt``: leave it out (its ``response`` type is used).
 
     Returns:
@@ -104,7 +104,7 @@ def ask(
         InvalidResponse: the answer does not fit the response type.
         TypeError: both an ``Interrupt`` and ``response`` were given.
 
-    Example:
+    Examples:
         >>> REFUND = Interrupt("refund", payload=Refund, response=Decision)  # doctest: +SKIP
         >>> def approve(state):  # doctest: +SKIP
         ...     decision = ask(REFUND, Refund(state["order_id"], 1999))

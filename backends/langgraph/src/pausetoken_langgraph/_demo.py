@@ -241,11 +241,11 @@ async def run_demo(
 ) -> bool:
     """Run the approval demo and report each step; return whether every step passed.
 
-    A LangGraph graph asks for a refund approval with :func:`~pausetoken_langgraph.ask`;
+    A LangGraph graph asks for a refund approval with [`ask()`][pausetoken_langgraph.ask];
     the demo mints its token, shows that a tampered token, another tenant and a malformed
     answer are refused without using the token up, redeems it (the graph finishes), refuses
     a replay with another answer, answers a retry idempotently, and lets
-    :data:`RACERS` redeemers race for one fresh token.
+    `RACERS` redeemers race for one fresh token.
 
     Args:
         directory: Where the SQLite files live (the checkpoints and, by default, the store).

@@ -106,17 +106,18 @@ class LangGraphCheckpoints:
     hash of the value LangGraph stored for that interrupt; redeeming it requires that the
     checkpoint is still the head and that the interrupt still waits for an answer.
 
-    For an interrupt raised with :func:`~pausetoken_langgraph.ask` the stored value is
+    For an interrupt raised with [`ask()`][pausetoken_langgraph.ask] the stored value is
     the envelope's ``payload``; for any other interrupt it is the raw interrupt value.
 
     Unknown threads: with a checkpointer that keeps state in this process's memory
     (``InMemorySaver``) a thread the checkpointer does not know was either never created
     here or lost with a restart, and is answered with
-    :class:`~pausetoken.exceptions.CheckpointLost` (424). With any other checkpointer it is
-    :class:`~pausetoken.exceptions.CheckpointNotFound` (404). Pass ``persistent`` to
+    [`CheckpointLost`][pausetoken.exceptions.CheckpointLost] (424). With any other checkpointer it
+    is
+    [`CheckpointNotFound`][pausetoken.exceptions.CheckpointNotFound] (404). Pass ``persistent`` to
     override the guess for a checkpointer of your own.
 
-    Tokens are bound to the graph: the reader's :attr:`namespace` goes into every token it
+    Tokens are bound to the graph: the reader's `namespace` goes into every token it
     binds, and a service reading another graph refuses them (``token_namespace_mismatch``),
     even when both graphs share one checkpointer.
 
@@ -135,7 +136,7 @@ class LangGraphCheckpoints:
             ``SqliteSaver`` (``langgraph_sync_checkpointer``): the helpers run the graph
             with ``ainvoke``, so the checkpointer must implement the async methods.
 
-    Example:
+    Examples:
         >>> tokens = PauseTokens(  # doctest: +SKIP
         ...     signer=signer, store=store, checkpoints=LangGraphCheckpoints(graph)
         ... )
@@ -349,7 +350,7 @@ class _SqliteHead:
 
     It holds the saver's lock, as the saver's own reads do, so it never sees a write the
     saver has made on the shared connection but not yet committed. Only interrupt values
-    are decoded; the rule in :func:`pending_interrupts` needs nothing else.
+    are decoded; the rule in `pending_interrupts()` needs nothing else.
     """
 
     def __init__(self, saver: AsyncSqliteSaver) -> None:

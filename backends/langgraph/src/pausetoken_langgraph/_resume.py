@@ -42,9 +42,9 @@ class PendingPause:
     """A pause the run is waiting at after a resume.
 
     Attributes:
-        interrupt_id: LangGraph's interrupt id (what :func:`mint_pending` binds).
+        interrupt_id: LangGraph's interrupt id (what `mint_pending()` binds).
         name: The registered name for a pause raised with
-            :func:`~pausetoken_langgraph.ask`; ``None`` for a foreign interrupt.
+            [`ask()`][pausetoken_langgraph.ask]; ``None`` for a foreign interrupt.
         payload: What the pause shows; ``None`` in the result of an idempotent retry,
             which never returns data written after the answer it repeats.
     """
@@ -56,7 +56,7 @@ class PendingPause:
 
 @attrs.frozen(repr=False)
 class Resumed:
-    """What :func:`resume` returns, in the same shape for a fresh answer and a retry.
+    """What `resume()` returns, in the same shape for a fresh answer and a retry.
 
     Attributes:
         output: What ``graph.ainvoke`` returned, without its ``__interrupt__`` entry;
@@ -64,7 +64,7 @@ class Resumed:
             its later state is not handed to whoever retries).
         replayed: ``True`` for an idempotent retry of an answer already committed.
         interrupts: The pauses the run waits at now (mint tokens for them with
-            :func:`mint_pending`); empty when the run finished.
+            `mint_pending()`); empty when the run finished.
     """
 
     output: Any
@@ -115,7 +115,7 @@ async def mint_pending(
 
     Every pending interrupt is minted again on each call: after one of several parallel
     interrupts was answered, the others keep their first tokens, and a second token for
-    the same interrupt is refused once either was used (see :func:`resume`).
+    the same interrupt is refused once either was used (see `resume()`).
 
     Args:
         tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
@@ -128,7 +128,7 @@ async def mint_pending(
         ttl: Token lifetime (default: the service's).
         principal: The only principal allowed to answer, if any.
         foreign: What to do with pending interrupts not raised by
-            :func:`~pausetoken_langgraph.ask`: ``"refuse"`` (the default) raises before
+            [`ask()`][pausetoken_langgraph.ask]: ``"refuse"`` (the default) raises before
             anything is minted, ``"skip"`` mints tokens for the others only.
 
     Returns:
@@ -217,7 +217,8 @@ async def resume(
 ) -> Resumed:
     """Redeem a token and resume the paused run with the answer, exactly once.
 
-    The token is redeemed in two phases (:meth:`pausetoken.PauseTokens.redeem`): every
+    The token is redeemed in two phases
+    ([`pausetoken.PauseTokens.redeem()`][pausetoken.PauseTokens.redeem]): every
     check runs before anything changes; the pause is claimed; the graph resumes with
     ``Command(resume={interrupt_id: answer})`` on the token's thread (its head, never an
     old checkpoint); when ``ainvoke`` returns, the claim is committed, and when it raises it
@@ -228,7 +229,7 @@ async def resume(
     The claim is per pause, not per token: a second token minted for the same interrupt
     cannot resume it again (another answer is refused, the same answer is a retry). A token
     is bound to the graph its service reads (see
-    :class:`~pausetoken_langgraph.LangGraphCheckpoints`).
+    [`LangGraphCheckpoints`][pausetoken_langgraph.LangGraphCheckpoints]).
 
     A retry of an answer that was already committed (same token, same answer) does not
     resume the run again: the result has ``replayed=True``, no output, and the ids and
@@ -237,7 +238,7 @@ async def resume(
     Args:
         tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
         graph: The compiled graph.
-        token: The token from :func:`mint_pending`.
+        token: The token from `mint_pending()`.
         response: The answer (data that structures into the registered response type).
         scope: The caller's scope.
         principal: Who answers; required when the token is bound to a principal.
@@ -258,7 +259,8 @@ async def resume(
         RedemptionInProgress: another redeemer holds the claim on this pause.
         LeaseLost: the claim was lost while the graph ran (the run was cancelled).
         CommitUnconfirmed: the graph ran but the commit could not be confirmed.
-        PauseTokenError: any refusal of :meth:`pausetoken.PauseTokens.redeem`.
+        PauseTokenError: any refusal of
+            [`pausetoken.PauseTokens.redeem()`][pausetoken.PauseTokens.redeem].
         Exception: whatever the graph raised while resuming (the claim is released).
     """
     reader = _reader_for(tokens, graph)

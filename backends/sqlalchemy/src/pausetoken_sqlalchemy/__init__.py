@@ -1,7 +1,8 @@
 """SQLAlchemy token store for pausetoken: SQLite, PostgreSQL, MySQL and MariaDB.
 
 Choose it by URL (``sqlite+aiosqlite:///pausetoken.db``, ``postgresql+asyncpg://...``,
-``mysql+asyncmy://...``) through :func:`pausetoken.open_store`, or build it directly:
+``mysql+asyncmy://...``) through [`pausetoken.open_store()`][pausetoken.open_store], or build it
+directly:
 
     >>> from pausetoken_sqlalchemy import SQLAlchemyStore
     >>> store = SQLAlchemyStore.from_url("sqlite+aiosqlite:///pausetoken.db")

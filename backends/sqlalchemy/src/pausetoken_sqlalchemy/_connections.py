@@ -13,7 +13,7 @@ connections out once, switches them to autocommit, and reuses them:
 A connection that fails is invalidated (never reused), and every other idle one is pinged
 before its next use, so a server restart costs at most the operations that were in flight.
 Connections held for longer than ``recycle_after`` go back to the pool (which applies its own
-``pool_recycle`` and ``pool_pre_ping``), and :meth:`ConnectionSet.close` gives back the
+``pool_recycle`` and ``pool_pre_ping``), and `ConnectionSet.close()` gives back the
 rest, restoring the isolation level they had.
 """
 

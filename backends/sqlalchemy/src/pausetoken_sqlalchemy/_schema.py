@@ -2,7 +2,7 @@
 
 Times are stored as ``BIGINT`` microseconds since the Unix epoch (UTC): every engine
 compares them the same way, they bind without driver-specific conversions on the hot path,
-and they round-trip a :class:`~datetime.datetime` exactly.
+and they round-trip a `datetime` exactly.
 
 Alembic users can add the tables to their own metadata::
 

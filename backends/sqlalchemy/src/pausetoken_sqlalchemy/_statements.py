@@ -120,7 +120,7 @@ class _Stamps:
 # Not frozen: a frozen attrs class costs about 2 µs more to build, once per claim.
 @attrs.define
 class ClaimArgs:
-    """A :class:`~pausetoken.ClaimRequest` converted to column values (never mutated)."""
+    """A [`ClaimRequest`][pausetoken.ClaimRequest] converted to column values (never mutated)."""
 
     key: bytes
     scope_hash: str
@@ -232,7 +232,7 @@ class Statements(ABC):
 
     @abstractmethod
     async def purge_batch(self, conn: Any, before_us: int) -> int:
-        """Delete at most :data:`PURGE_BATCH` expired rows; return how many."""
+        """Delete at most `PURGE_BATCH` expired rows; return how many."""
 
     @abstractmethod
     async def check_writable(self, conn: Any) -> None:

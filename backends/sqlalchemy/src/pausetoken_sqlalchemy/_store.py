@@ -254,22 +254,22 @@ def _switch_to_wal(cursor: Any) -> None:
 
 
 class SQLAlchemyStore:
-    """A :class:`~pausetoken.TokenStore` in one SQL table, on SQLAlchemy 2 asyncio.
+    """A [`TokenStore`][pausetoken.TokenStore] in one SQL table, on SQLAlchemy 2 asyncio.
 
     Each operation is one atomic statement on a connection held in autocommit mode:
     ``INSERT ... ON CONFLICT ... DO UPDATE ... RETURNING`` on PostgreSQL and SQLite,
     ``INSERT ... ON DUPLICATE KEY UPDATE`` on MySQL and MariaDB (see
     ``pausetoken_sqlalchemy._statements``). The table (and a schema-version marker) is
-    created on first use, by :meth:`ensure_schema` or by :meth:`check`; a table the marker
+    created on first use, by `ensure_schema()` or by `check()`; a table the marker
     says was created is never created again.
 
-    Example:
+    Examples:
         >>> store = SQLAlchemyStore.from_url("sqlite+aiosqlite:///pausetoken.db")
         >>> # or share the application's engine (the store never disposes it):
         >>> # store = SQLAlchemyStore(engine)
 
     Args:
-        engine: An :class:`~sqlalchemy.ext.asyncio.AsyncEngine` on ``sqlite+aiosqlite``,
+        engine: An `AsyncEngine` on ``sqlite+aiosqlite``,
             ``postgresql+asyncpg`` or ``mysql+asyncmy`` / ``mariadb+asyncmy``. The store
             never disposes an engine it was handed.
         table_name: The redemptions table (default ``pausetoken_redemptions``).
@@ -354,7 +354,7 @@ class SQLAlchemyStore:
         ``max_overflow``, ``pool_timeout``, ``pool_recycle``, ``pool_pre_ping``), and so do
         the store's own (``table_name``, ``max_connections``, ``timeout``, ``ping_after``,
         ``recycle_after``); other keyword arguments go to
-        :func:`~sqlalchemy.ext.asyncio.create_async_engine`. A URL without a driver gets
+        `create_async_engine()`. A URL without a driver gets
         the supported one (``postgresql://`` means ``postgresql+asyncpg://``).
 
         Args:
@@ -363,7 +363,7 @@ class SQLAlchemyStore:
             **options: Store, pool and engine options.
 
         Returns:
-            The store; :meth:`aclose` disposes the engine it created.
+            The store; `aclose()` disposes the engine it created.
 
         Raises:
             BackendNotInstalled: The driver for the URL is not installed.
@@ -401,8 +401,8 @@ class SQLAlchemyStore:
         """Share the application's engine and pool; the store never disposes it.
 
         Args:
-            engine: The application's :class:`~sqlalchemy.ext.asyncio.AsyncEngine`.
-            **options: The store options of :class:`SQLAlchemyStore`.
+            engine: The application's `AsyncEngine`.
+            **options: The store options of `SQLAlchemyStore`.
 
         Returns:
             The store.
@@ -430,7 +430,7 @@ class SQLAlchemyStore:
         Safe when many workers start at once: PostgreSQL and MySQL take a lock first,
         SQLite relies on ``CREATE ... IF NOT EXISTS``. Runs by itself before the first
         operation, within the same ``timeout``. A table whose schema marker says it was
-        created but which is gone is never created again (see :meth:`check`).
+        created but which is gone is never created again (see `check()`).
 
         Returns:
             Whether this call created the table (``False`` when it was already present).
@@ -587,7 +587,7 @@ class SQLAlchemyStore:
     async def check(self) -> None:
         """Confirm, once at start-up, that the store can serve.
 
-        Opens a connection, prepares the schema (see :meth:`ensure_schema`), and runs
+        Opens a connection, prepares the schema (see `ensure_schema()`), and runs
         statements that need the privileges the store needs on its table (``INSERT``,
         ``UPDATE``, ``DELETE``) but change nothing. All of it within ``timeout``.
 
@@ -601,8 +601,9 @@ class SQLAlchemyStore:
         await self._run("check", self._statements.check_writable, startup=True)
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
-        """Try to take the lease on ``request.pause_key`` (see :class:`~pausetoken.TokenStore`).
+        """Try to take the lease on ``request.pause_key``.
 
+        See [`TokenStore`][pausetoken.TokenStore] for the outcomes.
         The row's expiry becomes the later of its own and the request's, whatever the
         outcome.
 

@@ -2,34 +2,35 @@
 
 Third-party stores run the same checks as the built-in ones:
 
-* :class:`StoreConformance`, a pytest mixin; subclass it in a ``Test...`` class and override
+* `StoreConformance`, a pytest mixin; subclass it in a ``Test...`` class and override
   the async fixture ``store`` (yielding a fresh, empty store), and where the store allows,
   ``store_factory`` (another store on the same data, so concurrent claims race through
   separate connections) and ``store_url`` (so OS processes race too);
-* :mod:`pausetoken.testing.strategies`, hypothesis strategies for pause keys, scopes,
+* [`pausetoken.testing.strategies`][pausetoken.testing.strategies], hypothesis strategies for pause
+keys, scopes,
   JSON-exact payloads, claim requests and claim sets;
-* :class:`TokenStoreMachine` and :func:`check_store_state_machine`, a stateful model of the
+* `TokenStoreMachine` and `check_store_state_machine()`, a stateful model of the
   store state machine that drives any store with the lease ids it issued and compares every
   answer and record;
-* :func:`race_processes`, several OS processes claiming the same pauses through a store URL.
+* `race_processes()`, several OS processes claiming the same pauses through a store URL.
 
-Example:
-    .. code-block:: python
+Examples:
+    ```python
+    import pytest
+    from pausetoken.testing import StoreConformance
 
-        import pytest
-        from pausetoken.testing import StoreConformance
 
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store_url(self, tmp_path):
+            return f"mystore:///{tmp_path}/tokens"
 
-        class TestMyStore(StoreConformance):
-            @pytest.fixture
-            def store_url(self, tmp_path):
-                return f"mystore:///{tmp_path}/tokens"
-
-            @pytest.fixture
-            async def store(self, store_url):
-                store = MyStore.from_url(store_url)
-                yield store
-                await store.aclose()
+        @pytest.fixture
+        async def store(self, store_url):
+            store = MyStore.from_url(store_url)
+            yield store
+            await store.aclose()
+    ```
 
 Needs the ``testing`` extra (``pausetoken[testing]``); the error says how to install it.
 """

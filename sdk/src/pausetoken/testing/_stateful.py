@@ -8,8 +8,8 @@ same pause, by strangers), revocations and purges; after every step the store's
 
 The machine uses the lease ids the store actually issued, so commits and releases by the
 holder happen and every state is reached. It counts the transitions it saw
-(:data:`REQUIRED_VISITS`): a run that never committed, released, revoked or took a lease
-over has not tested the store, and :func:`check_store_state_machine` says so.
+(`REQUIRED_VISITS`): a run that never committed, released, revoked or took a lease
+over has not tested the store, and `check_store_state_machine()` says so.
 """
 
 # ruff: noqa: S101 - the machine is a test; pytest rewrites its asserts
@@ -147,11 +147,11 @@ def assert_same_record(record: TokenRecord | None, expected: TokenRecord | None,
 
 
 class TokenStoreMachine(RuleBasedStateMachine):
-    """Drives :attr:`store` and checks it against an in-memory model of the protocol.
+    """Drives `store` and checks it against an in-memory model of the protocol.
 
-    Bind it to a store with :meth:`bind` (or use :func:`check_store_state_machine`);
-    every store call goes through :attr:`run`, which executes a coroutine on the loop the
-    store belongs to and returns its result. :attr:`visits` counts the transitions seen.
+    Bind it to a store with `bind()` (or use `check_store_state_machine()`);
+    every store call goes through `run`, which executes a coroutine on the loop the
+    store belongs to and returns its result. `visits` counts the transitions seen.
     """
 
     store: ClassVar[TokenStore]
@@ -498,7 +498,7 @@ async def check_store_state_machine(
     racers: Sequence[TokenStore] = (),
     required_visits: frozenset[str] = REQUIRED_VISITS,
 ) -> collections.Counter[str]:
-    """Run :class:`TokenStoreMachine` against ``store`` from inside its event loop.
+    """Run `TokenStoreMachine` against ``store`` from inside its event loop.
 
     Hypothesis runs in a worker thread; each store call is sent back to this loop (the one
     the store was created on) and awaited there, so connections bound to the loop keep
@@ -507,12 +507,12 @@ async def check_store_state_machine(
     Args:
         store: A store created on the running loop; the machine owns its rows meanwhile.
         supports_purge: Whether the store implements ``purge`` (see
-            :attr:`StoreConformance.supports_purge`).
+            `StoreConformance.supports_purge`).
         settings: Hypothesis settings (default: the active profile, no deadline).
         racers: Stores on the same data that batches of concurrent claims go through
             (default: ``store`` itself).
         required_visits: Transitions the run must have seen (default
-            :data:`REQUIRED_VISITS`); pass an empty set to skip the coverage check.
+            `REQUIRED_VISITS`); pass an empty set to skip the coverage check.
 
     Returns:
         How often each transition was seen.

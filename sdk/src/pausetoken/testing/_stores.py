@@ -70,11 +70,11 @@ def claimed_record(request: ClaimRequest, *, expires_at: datetime | None = None)
 
 @pytest.mark.asyncio
 class StoreConformance:
-    """What every :class:`~pausetoken.TokenStore` must do, as a pytest mixin.
+    """What every [`TokenStore`][pausetoken.TokenStore] must do, as a pytest mixin.
 
     Subclass it in a ``Test...`` class and override the async fixture ``store``, which
     yields a fresh, empty store on the test's event loop and closes it afterwards. Times
-    are injected through :attr:`~pausetoken.ClaimRequest.now`, so no test sleeps.
+    are injected through [`now`][pausetoken.ClaimRequest.now], so no test sleeps.
 
     Further fixtures make the concurrency tests stronger; override them when you can:
 
@@ -88,7 +88,8 @@ class StoreConformance:
       pool was warm.
     * ``store_url`` and ``store_url_options``: the URL (and ``from_url`` options) that
       opens the same data in a fresh interpreter, for the multi-process race
-      (:func:`~pausetoken.testing.race_processes`). A store that cannot be shared between
+      ([`race_processes()`][pausetoken.testing.race_processes]). A store that cannot be shared
+      between
       processes sets ``process_race_skip_reason`` instead; leaving both unset fails that
       test, so the race is never skipped silently.
 
@@ -107,28 +108,28 @@ class StoreConformance:
         stateful_step_count: Steps per example of the state-machine test (its number of
             examples follows the active hypothesis profile).
 
-    Example:
-        .. code-block:: python
+    Examples:
+        ```python
+        class TestMyStore(StoreConformance):
+            concurrency = 100
 
-            class TestMyStore(StoreConformance):
-                concurrency = 100
+            @pytest.fixture
+            def store_url(self, tmp_path):
+                return f"mystore:///{tmp_path}/tokens"
 
-                @pytest.fixture
-                def store_url(self, tmp_path):
-                    return f"mystore:///{tmp_path}/tokens"
+            @pytest.fixture
+            def store_factory(self, store_url):
+                async def open_one():
+                    return MyStore.from_url(store_url)
 
-                @pytest.fixture
-                def store_factory(self, store_url):
-                    async def open_one():
-                        return MyStore.from_url(store_url)
+                return open_one
 
-                    return open_one
-
-                @pytest.fixture
-                async def store(self, store_factory):
-                    store = await store_factory()
-                    yield store
-                    await store.aclose()
+            @pytest.fixture
+            async def store(self, store_factory):
+                store = await store_factory()
+                yield store
+                await store.aclose()
+        ```
     """
 
     supports_purge: ClassVar[bool] = True
@@ -176,7 +177,7 @@ class StoreConformance:
     ) -> AsyncIterator[list[TokenStore]]:
         """``count`` racers, each with its connection open before the race starts.
 
-        With ``store_factory``, up to :attr:`factory_stores` stores are opened, checked
+        With ``store_factory``, up to `factory_stores` stores are opened, checked
         and warmed (and closed afterwards), and the racers take turns on them; without,
         every racer is ``store``, warmed with ``count`` concurrent calls.
         """

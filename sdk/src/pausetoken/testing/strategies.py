@@ -1,15 +1,15 @@
 """Hypothesis strategies for pausetoken values.
 
-Example:
-    .. code-block:: python
+Examples:
+    ```python
+    from hypothesis import given
+    from pausetoken.testing import strategies as pst
 
-        from hypothesis import given
-        from pausetoken.testing import strategies as pst
 
-
-        @given(pst.payloads())
-        def test_hash_is_stable(payload):
-            assert hash_payload(payload) == hash_payload(payload)
+    @given(pst.payloads())
+    def test_hash_is_stable(payload):
+        assert hash_payload(payload) == hash_payload(payload)
+    ```
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 _BASE64URL = string.ascii_letters + string.digits + "-_"
-# A range every engine stores exactly, to the microsecond (SQL DATETIME(6) and microsecond integers alike).
+# A range every engine stores exactly, to the microsecond (SQL DATETIME(6) and microsecond integers
+# alike).
 _EARLIEST = datetime(2001, 1, 1, tzinfo=UTC)
 _LATEST = datetime(2099, 1, 1, tzinfo=UTC)
 
@@ -48,7 +49,10 @@ def jtis(*, min_size: int = 22, max_size: int = 64) -> st.SearchStrategy[str]:
 
 
 def pause_keys(*, min_size: int = 1, max_size: int = 64) -> st.SearchStrategy[str]:
-    """Store row keys (:attr:`~pausetoken.ClaimRequest.pause_key`): 1 to 64 base64url characters."""
+    """Store row keys: 1 to 64 base64url characters.
+
+    See [`pause_key`][pausetoken.ClaimRequest.pause_key].
+    """
     return st.text(alphabet=_BASE64URL, min_size=min_size, max_size=max_size)
 
 
@@ -126,8 +130,8 @@ def claim_requests(
 
     Args:
         draw: Provided by hypothesis.
-        pause_key: Where the key comes from (default :func:`pause_keys`).
-        now: Where the caller's ``now`` comes from (default :func:`instants`).
+        pause_key: Where the key comes from (default `pause_keys()`).
+        now: Where the caller's ``now`` comes from (default `instants()`).
     """
     at = draw(now if now is not None else instants())
     lease = timedelta(microseconds=draw(st.integers(1, 3600 * 1_000_000)))
