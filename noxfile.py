@@ -178,7 +178,7 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", "--site-dir", str(site))
     # What a reader sees in the built HTML: no raw Sphinx roles, examples as code.
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    session.run("pytest", "tests/site", env={"PAUSETOKEN_SITE_DIR": str(site)})
+    session.run("pytest", "tests/docs_site", env={"PAUSETOKEN_SITE_DIR": str(site)})
 
 
 @nox.session(python=NEWEST)
