@@ -623,3 +623,17 @@ async def test_from_settings_hands_the_token_size_limit_to_the_signer() -> None:
         )
         assert 4096 < len(event.token) <= 8192
         assert tokens.verify(event.token).session_id == "s" * 500
+
+
+async def test_mint_takes_the_registered_interrupt_itself(tokens: PauseTokens) -> None:
+    event = await tokens.mint(REFUND, Refund("o-1", 500), scope=ACME, thread_id="t", run_id="r")
+    assert event.name == "refund"
+    assert tokens.verify(event.token).name == "refund"
+
+
+async def test_mint_refuses_an_interrupt_other_than_the_one_registered_under_its_name(
+    tokens: PauseTokens,
+) -> None:
+    impostor = Interrupt("refund", payload=dict, response=dict)
+    with pytest.raises(UnknownInterrupt):
+        await tokens.mint(impostor, {}, scope=ACME, thread_id="t", run_id="r")

@@ -286,6 +286,16 @@ class PauseTokens:
         self._interrupts[interrupt.name] = interrupt
         return interrupt
 
+    def _registered(self, interrupt: Interrupt[Any, Any] | str) -> Interrupt[Any, Any]:
+        """The registration ``interrupt`` names; an ``Interrupt`` must be the one registered."""
+        if isinstance(interrupt, str):
+            return self.interrupt(interrupt)
+        registered = self.interrupt(interrupt.name)
+        if registered != interrupt:
+            msg = f"another interrupt is registered under the name {interrupt.name!r}"
+            raise UnknownInterrupt(msg)
+        return registered
+
     def interrupt(self, name: str) -> Interrupt[Any, Any]:
         """The registered interrupt called ``name``.
 
@@ -301,7 +311,7 @@ class PauseTokens:
 
     async def mint(
         self,
-        name: str,
+        interrupt: Interrupt[Any, Any] | str,
         payload: Any,
         *,
         scope: Scope,
@@ -321,7 +331,8 @@ class PauseTokens:
         checkpoint, and the token carries the hash of the payload the runtime stored.
 
         Args:
-            name: The registered interrupt name.
+            interrupt: The registered [`Interrupt`][pausetoken.Interrupt] (the handle
+                ``register`` returned) or its name.
             payload: What is shown to the person (an instance of the registered type or
                 data that structures into it).
             scope: Who the pause belongs to.
@@ -364,8 +375,9 @@ class PauseTokens:
                 lifetime, leeway=self.policy.leeway, max_lifetime=self.policy.max_lifetime
             ),
         )
-        interrupt = self.interrupt(name)
-        typed = self._structure_payload(interrupt, payload)
+        registered = self._registered(interrupt)
+        name = registered.name
+        typed = self._structure_payload(registered, payload)
         value = to_json_value(typed, converter=self.converter)
         pending = await self.checkpoints.bind(
             thread_id=thread_id,
