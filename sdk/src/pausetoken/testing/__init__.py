@@ -6,7 +6,7 @@ Third-party stores run the same checks as the built-in ones:
   the async fixture ``store`` (yielding a fresh, empty store), and where the store allows,
   ``store_factory`` (another store on the same data, so concurrent claims race through
   separate connections) and ``store_url`` (so OS processes race too);
-* [`pausetoken.testing.strategies`][pausetoken.testing.strategies], hypothesis strategies for pause
+* `pausetoken.testing.strategies`, hypothesis strategies for pause
 keys, scopes,
   JSON-exact payloads, claim requests and claim sets;
 * `TokenStoreMachine` and `check_store_state_machine()`, a stateful model of the

@@ -74,7 +74,7 @@ class StoreConformance:
 
     Subclass it in a ``Test...`` class and override the async fixture ``store``, which
     yields a fresh, empty store on the test's event loop and closes it afterwards. Times
-    are injected through [`now`][pausetoken.ClaimRequest.now], so no test sleeps.
+    are injected through `ClaimRequest.now`, so no test sleeps.
 
     Further fixtures make the concurrency tests stronger; override them when you can:
 
