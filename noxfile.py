@@ -80,7 +80,9 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
     "langgraph": (
         [
             "./sdk[testing,cli]",
-            "./backends/sqlalchemy[sqlite]",
+            # PostgreSQL too: the LangGraph tests run on AsyncPostgresSaver and the demo's
+            # --store is tested against a refused PostgreSQL server.
+            "./backends/sqlalchemy[sqlite,postgresql]",
             "./backends/langgraph[sqlite,postgresql]",
         ],
         ["tests/backends/langgraph"],

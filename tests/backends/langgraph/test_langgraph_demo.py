@@ -197,7 +197,6 @@ def test_a_checkpointer_that_refuses_says_what_failed(
 def test_a_store_that_refuses_says_what_failed_before_anything_is_printed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("asyncpg")
     port = _free_port()
     url = f"postgresql+asyncpg://app:hunter2@127.0.0.1:{port}/tokens"
 
