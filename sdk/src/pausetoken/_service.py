@@ -543,12 +543,12 @@ class PauseTokens:
                 await lease.stop()
                 await self._release(key, lease_id)
                 raise
-            await self._commit(checked, lease_id, lease)
+            await self._commit(checked, key, lease_id, lease)
         finally:
             await lease.stop()
         logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
 
-    async def _commit(self, checked: _Checked, lease_id: str, lease: Lease) -> None:
+    async def _commit(self, checked: _Checked, key: str, lease_id: str, lease: Lease) -> None:
         """Commit until the store confirms it, while the lease (renewed meanwhile) holds.
 
         Raises:
@@ -556,7 +556,6 @@ class PauseTokens:
             CommitUnconfirmed: the store could not be reached before the lease ended.
         """
         claims = checked.claims
-        key = claims.pause_key
         log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
         delay = _COMMIT_RETRY_FIRST_S
         while True:
