@@ -20,8 +20,8 @@ from pausetoken import (
     ClaimRequest,
     ClaimResult,
     MemoryStore,
-    TokenRecord,
-    TokenState,
+    PauseRecord,
+    PauseState,
 )
 
 if TYPE_CHECKING:
@@ -31,20 +31,20 @@ if TYPE_CHECKING:
 __all__ = ["BROKEN"]
 
 
-def _lapsed(row: TokenRecord | None, now: datetime) -> bool:
+def _lapsed(row: PauseRecord | None, now: datetime) -> bool:
     return (
         row is not None
-        and row.state is TokenState.CLAIMED
+        and row.state is PauseState.CLAIMED
         and row.lease_until is not None
         and (row.lease_until <= now)
     )
 
 
-def _claimed(request: ClaimRequest, row: TokenRecord | None) -> TokenRecord:
+def _claimed(request: ClaimRequest, row: PauseRecord | None) -> PauseRecord:
     expires = request.expires_at if row is None else max(row.expires_at, request.expires_at)
-    return TokenRecord(
+    return PauseRecord(
         pause_key=request.pause_key,
-        state=TokenState.CLAIMED,
+        state=PauseState.CLAIMED,
         scope_hash=request.scope_hash,
         name=request.name,
         expires_at=expires,
@@ -90,7 +90,7 @@ class ColdPoolReadThenWrite(MemoryStore):
         finally:
             self._idle += 1
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         async with self._connection():
             await asyncio.sleep(0)
             return await super().status(pause_key)
@@ -112,7 +112,7 @@ class CommitIgnoresHolder(MemoryStore):
     async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
         with self._lock:
             row = self._rows.get(pause_key)
-            if row is not None and row.state is TokenState.CLAIMED and row.lease_id is not None:
+            if row is not None and row.state is PauseState.CLAIMED and row.lease_id is not None:
                 lease_id = row.lease_id
         return await super().commit(pause_key, lease_id, expires_at)
 
@@ -135,7 +135,7 @@ class TakeoverOfLiveLease(MemoryStore):
     async def claim(self, request: ClaimRequest) -> ClaimResult:
         with self._lock:
             row = self._rows.get(request.pause_key)
-            if row is not None and row.state is TokenState.CLAIMED:
+            if row is not None and row.state is PauseState.CLAIMED:
                 self._rows[request.pause_key] = attrs.evolve(row, lease_until=request.now)
         return await super().claim(request)
 
@@ -145,13 +145,13 @@ class RevokeOverwritesRedeemed(MemoryStore):
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         with self._lock:
             row = self._rows.get(pause_key)
-            if row is not None and row.state is TokenState.REDEEMED:
+            if row is not None and row.state is PauseState.REDEEMED:
                 row = attrs.evolve(
                     row,
-                    state=TokenState.REVOKED,
+                    state=PauseState.REVOKED,
                     expires_at=max(row.expires_at, expires_at),
                     response_hash=None,
                     lease_id=None,
@@ -197,7 +197,7 @@ class TakeoverKeepsOldScope(MemoryStore):
 class SecondPrecisionTimes(MemoryStore):
     """Times come back without their microseconds (a ``DATETIME`` column without ``(6)``)."""
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         row = await super().status(pause_key)
         if row is None:
             return None
@@ -212,14 +212,14 @@ class RevokeKeepsTheLease(MemoryStore):
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         with self._lock:
             before = self._rows.get(pause_key)
         record = await super().revoke(pause_key, scope_hash, name, expires_at, now)
         if (
             before is None
-            or record.state is not TokenState.REVOKED
-            or before.state is not TokenState.CLAIMED
+            or record.state is not PauseState.REVOKED
+            or before.state is not PauseState.CLAIMED
         ):
             return record
         record = attrs.evolve(
@@ -263,7 +263,7 @@ class CommitNotIdempotent(MemoryStore):
     async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
         with self._lock:
             row = self._rows.get(pause_key)
-            if row is not None and row.state is TokenState.REDEEMED:
+            if row is not None and row.state is PauseState.REDEEMED:
                 return False
         return await super().commit(pause_key, lease_id, expires_at)
 
@@ -273,10 +273,10 @@ class RevokeOfLiveClaim(MemoryStore):
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         with self._lock:
             row = self._rows.get(pause_key)
-            if row is not None and row.state is TokenState.CLAIMED and row.lease_until is not None:
+            if row is not None and row.state is PauseState.CLAIMED and row.lease_until is not None:
                 now = max(now, row.lease_until)
         return await super().revoke(pause_key, scope_hash, name, expires_at, now)
 

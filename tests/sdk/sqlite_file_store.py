@@ -12,7 +12,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
-from pausetoken import ClaimOutcome, ClaimRequest, ClaimResult, TokenRecord, TokenState
+from pausetoken import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pauses (
@@ -45,13 +45,13 @@ class SQLiteFileStore:
         del url
         return cls(options["path"])
 
-    def _row(self, key: str) -> TokenRecord | None:
+    def _row(self, key: str) -> PauseRecord | None:
         row = self._db.execute("SELECT * FROM pauses WHERE pause_key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return TokenRecord(
+        return PauseRecord(
             pause_key=row[0],
-            state=TokenState(row[1]),
+            state=PauseState(row[1]),
             scope_hash=row[2],
             name=row[3],
             expires_at=_dt(row[4]),
@@ -73,7 +73,7 @@ class SQLiteFileStore:
             row = self._row(key)
             lapsed = (
                 row is not None
-                and row.state is TokenState.CLAIMED
+                and row.state is PauseState.CLAIMED
                 and row.lease_until is not None
                 and row.lease_until <= request.now
             )
@@ -95,9 +95,9 @@ class SQLiteFileStore:
                 )
                 return ClaimResult(ClaimOutcome.CLAIMED)
             self._raise_expiry(key, request.expires_at)
-            if row.state is TokenState.CLAIMED:
+            if row.state is PauseState.CLAIMED:
                 return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
-            if row.state is TokenState.REDEEMED:
+            if row.state is PauseState.REDEEMED:
                 same = row.response_hash == request.response_hash
                 return ClaimResult(
                     ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER
@@ -131,7 +131,7 @@ class SQLiteFileStore:
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute(
@@ -152,7 +152,7 @@ class SQLiteFileStore:
         assert record is not None
         return record
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         return self._row(pause_key)
 
     async def purge(self, before: datetime) -> int:

@@ -25,10 +25,10 @@ from pausetoken import (
     MemoryCheckpoints,
     MemoryStore,
     MemoryStoreWarning,
+    PauseRecord,
+    PauseState,
     PauseTokens,
     Scope,
-    TokenRecord,
-    TokenState,
     TokenStatus,
 )
 from pausetoken.exceptions import (
@@ -141,10 +141,10 @@ class FlakyStore:
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         return await self.inner.revoke(pause_key, scope_hash, name, expires_at, now)
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         return await self.inner.status(pause_key)
 
     async def purge(self, before: datetime) -> int:
@@ -388,7 +388,7 @@ async def test_a_commit_that_never_lands_is_unconfirmed_not_unavailable(
     # The claim was not released: nobody resumes the run again before its lease ends.
     record = await store.status(tokens.verify(token).pause_key)
     assert record is not None
-    assert record.state is TokenState.CLAIMED
+    assert record.state is PauseState.CLAIMED
 
 
 async def test_a_refusal_before_the_body_ran_is_store_unavailable(

@@ -12,7 +12,7 @@ import pytest
 
 import pausetoken
 from pausetoken import ClaimOutcome, ClaimRequest, MemoryStore, MemoryStoreWarning, _memory_store
-from pausetoken._store import STORE_API_VERSION
+from pausetoken._store_api import STORE_API_VERSION
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.testing import StoreConformance
 

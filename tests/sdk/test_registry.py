@@ -158,8 +158,8 @@ def test_the_builtin_backends_are_listed_with_their_distribution() -> None:
     assert memory.importable is True
     assert memory.load() is MemoryStore
     signers = {b.name: b.target for b in available_backends("signers")}
-    assert signers["jose"] == "pausetoken._jose:JoseSigner"
-    assert signers["sealed"] == "pausetoken._jose:SealedSigner"
+    assert signers["jose"] == "pausetoken._signers:JoseSigner"
+    assert signers["sealed"] == "pausetoken._signers:SealedSigner"
     checkpoints = {b.name: b.target for b in available_backends("checkpoints")}
     assert checkpoints["memory"] == "pausetoken._memory_checkpoints:MemoryCheckpoints"
 

@@ -17,10 +17,10 @@ from pausetoken import (
     MemoryCheckpoints,
     MemoryStore,
     MemoryStoreWarning,
+    PauseState,
     PauseTokens,
     PendingInterrupt,
     Scope,
-    TokenState,
     TokenStatus,
 )
 from pausetoken.exceptions import (
@@ -234,7 +234,7 @@ async def test_a_body_that_raises_releases_the_claim(
     jti = tokens.verify(token).pause_key
     with pytest.raises(RuntimeError, match="resume failed"):  # noqa: PT012 - the body is the point
         async with tokens.redeem(token, {"approved": True}, scope=ACME):
-            assert (await store.status(jti)).state is TokenState.CLAIMED  # type: ignore[union-attr]
+            assert (await store.status(jti)).state is PauseState.CLAIMED  # type: ignore[union-attr]
             raise RuntimeError("resume failed")
     assert await store.status(jti) is None
     done = await tokens.consume(token, {"approved": False}, scope=ACME)

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import logging
 
-from pausetoken._checkpoints import CheckpointReader, PendingInterrupt
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
 from pausetoken._hashing import canonical_json, hash_payload, hash_scope
 from pausetoken._interrupt import Interrupt
-from pausetoken._jose import JoseSigner, SealedSigner
 from pausetoken._keys import KeyRing
 from pausetoken._lease import Lease
 from pausetoken._memory_checkpoints import MemoryCheckpoints
 from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
+from pausetoken._reader_api import CheckpointReader, PendingInterrupt
 from pausetoken._registry import (
     BackendInfo,
     available_backends,
@@ -27,13 +26,14 @@ from pausetoken._registry import (
 )
 from pausetoken._service import PauseTokens, TokenStatus
 from pausetoken._settings import Settings
-from pausetoken._signer import Signer
-from pausetoken._store import (
+from pausetoken._signer_api import Signer
+from pausetoken._signers import JoseSigner, SealedSigner
+from pausetoken._store_api import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
-    TokenRecord,
-    TokenState,
+    PauseRecord,
+    PauseState,
     TokenStore,
 )
 from pausetoken._verify import TokenPolicy, decode_unverified, verify_token
@@ -53,6 +53,8 @@ __all__ = [
     "MemoryCheckpoints",
     "MemoryStore",
     "MemoryStoreWarning",
+    "PauseRecord",
+    "PauseState",
     "PauseTokens",
     "PendingInterrupt",
     "Redemption",
@@ -61,8 +63,6 @@ __all__ = [
     "Settings",
     "Signer",
     "TokenPolicy",
-    "TokenRecord",
-    "TokenState",
     "TokenStatus",
     "TokenStore",
     "available_backends",

@@ -14,7 +14,7 @@ from pausetoken.exceptions import LeaseLost
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from pausetoken._store import TokenStore
+    from pausetoken._store_api import TokenStore
 
 __all__ = ["Lease"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from pausetoken._checkpoints import CHECKPOINTS_API_VERSION, PendingInterrupt
 from pausetoken._hashing import canonical_json
+from pausetoken._reader_api import CHECKPOINTS_API_VERSION, PendingInterrupt
 from pausetoken.exceptions import (
     CheckpointLost,
     ConfigurationError,

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import attrs
 
 from pausetoken._claims import fingerprint
-from pausetoken._store import (
+from pausetoken._store_api import (
     STORE_API_VERSION,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
-    TokenRecord,
-    TokenState,
+    PauseRecord,
+    PauseState,
 )
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 
@@ -67,18 +67,18 @@ def _warn_once() -> None:
     )
 
 
-def _later(row: TokenRecord | None, expires_at: datetime) -> datetime:
+def _later(row: PauseRecord | None, expires_at: datetime) -> datetime:
     return expires_at if row is None else max(row.expires_at, expires_at)
 
 
-def _same_lease(row: TokenRecord, lease_id: str) -> bool:
+def _same_lease(row: PauseRecord, lease_id: str) -> bool:
     return row.lease_id is not None and hmac.compare_digest(
         row.lease_id.encode(), lease_id.encode()
     )
 
 
-def _holds(row: TokenRecord, lease_id: str) -> bool:
-    return row.state is TokenState.CLAIMED and _same_lease(row, lease_id)
+def _holds(row: PauseRecord, lease_id: str) -> bool:
+    return row.state is PauseState.CLAIMED and _same_lease(row, lease_id)
 
 
 class MemoryStore:
@@ -109,7 +109,7 @@ class MemoryStore:
     def __init__(self) -> None:
         """Create an empty store (and warn once per process that it is process-local)."""
         _warn_once()
-        self._rows: dict[str, TokenRecord] = {}
+        self._rows: dict[str, PauseRecord] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -164,7 +164,7 @@ class MemoryStore:
             self._check_open()
             row = self._rows.get(key)
             if row is None or (
-                row.state is TokenState.CLAIMED
+                row.state is PauseState.CLAIMED
                 and row.lease_until is not None
                 and row.lease_until <= request.now
             ):
@@ -172,9 +172,9 @@ class MemoryStore:
                     logger.info(
                         "lease taken over after it ended", extra={"pause": fingerprint(key)}
                     )
-                self._rows[key] = TokenRecord(
+                self._rows[key] = PauseRecord(
                     pause_key=key,
-                    state=TokenState.CLAIMED,
+                    state=PauseState.CLAIMED,
                     scope_hash=request.scope_hash,
                     name=request.name,
                     expires_at=_later(row, request.expires_at),
@@ -184,9 +184,9 @@ class MemoryStore:
                 )
                 return ClaimResult(ClaimOutcome.CLAIMED)
             self._raise_expiry(row, request.expires_at)
-            if row.state is TokenState.CLAIMED:
+            if row.state is PauseState.CLAIMED:
                 return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
-            if row.state is TokenState.REDEEMED:
+            if row.state is PauseState.REDEEMED:
                 same = hmac.compare_digest(
                     (row.response_hash or "").encode(), request.response_hash.encode()
                 )
@@ -229,13 +229,13 @@ class MemoryStore:
             row = self._rows.get(pause_key)
             if row is None or not _same_lease(row, lease_id):
                 return False
-            if row.state is TokenState.REDEEMED:
+            if row.state is PauseState.REDEEMED:
                 self._raise_expiry(row, expires_at)
                 return True
-            if row.state is not TokenState.CLAIMED:
+            if row.state is not PauseState.CLAIMED:
                 return False
             self._rows[pause_key] = attrs.evolve(
-                row, state=TokenState.REDEEMED, expires_at=max(row.expires_at, expires_at)
+                row, state=PauseState.REDEEMED, expires_at=max(row.expires_at, expires_at)
             )
             return True
 
@@ -258,7 +258,7 @@ class MemoryStore:
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         """Revoke the pause unless it was redeemed or a live lease holds it.
 
         An absent pause, or one whose lease ended (``lease_until <= now``), is stored as
@@ -275,21 +275,21 @@ class MemoryStore:
             self._check_open()
             row = self._rows.get(pause_key)
             if row is None:
-                row = TokenRecord(
+                row = PauseRecord(
                     pause_key=pause_key,
-                    state=TokenState.REVOKED,
+                    state=PauseState.REVOKED,
                     scope_hash=scope_hash,
                     name=name,
                     expires_at=expires_at,
                 )
             elif (
-                row.state is TokenState.CLAIMED
+                row.state is PauseState.CLAIMED
                 and row.lease_until is not None
                 and row.lease_until <= now
             ):
                 row = attrs.evolve(
                     row,
-                    state=TokenState.REVOKED,
+                    state=PauseState.REVOKED,
                     expires_at=max(row.expires_at, expires_at),
                     response_hash=None,
                     lease_id=None,
@@ -300,7 +300,7 @@ class MemoryStore:
             self._rows[pause_key] = row
             return row
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         """What the store knows of ``pause_key``, or ``None``.
 
         Raises:
@@ -335,7 +335,7 @@ class MemoryStore:
         with self._lock:
             self._check_open()
 
-    def _raise_expiry(self, row: TokenRecord, expires_at: datetime) -> TokenRecord:
+    def _raise_expiry(self, row: PauseRecord, expires_at: datetime) -> PauseRecord:
         """Store ``row`` with the later of its expiry and ``expires_at`` (lock held)."""
         if row.expires_at < expires_at:
             row = attrs.evolve(row, expires_at=expires_at)

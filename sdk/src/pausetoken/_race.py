@@ -28,14 +28,14 @@ import attrs
 from pausetoken import exceptions
 from pausetoken._claims import new_jti
 from pausetoken._registry import load_store, open_store, redact_url
-from pausetoken._store import ClaimOutcome, ClaimRequest
+from pausetoken._store_api import ClaimOutcome, ClaimRequest
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
     from multiprocessing.synchronize import Barrier
 
-    from pausetoken._store import TokenStore
+    from pausetoken._store_api import TokenStore
 
 __all__ = ["race_processes", "race_tasks", "warm_up"]
 

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import attrs
 
-from pausetoken._checkpoints import CHECKPOINTS_API_VERSION
 from pausetoken._install import install_hint
-from pausetoken._signer import SIGNERS_API_VERSION
-from pausetoken._store import STORE_API_VERSION, TokenStore
+from pausetoken._reader_api import CHECKPOINTS_API_VERSION
+from pausetoken._signer_api import SIGNERS_API_VERSION
+from pausetoken._store_api import STORE_API_VERSION, TokenStore
 from pausetoken._urls import redact_url, store_family
 from pausetoken.exceptions import (
     AmbiguousBackend,

@@ -27,7 +27,7 @@ from pausetoken._policy import (
     check_durations,
     ttl_problem,
 )
-from pausetoken._store import ClaimOutcome, ClaimRequest, TokenRecord, TokenState
+from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
 from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
 from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy, verify_token
 from pausetoken.exceptions import (
@@ -55,11 +55,11 @@ from pausetoken.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
 
-    from pausetoken._checkpoints import CheckpointReader
     from pausetoken._interrupt import Interrupt
+    from pausetoken._reader_api import CheckpointReader
     from pausetoken._settings import Settings
-    from pausetoken._signer import Signer
-    from pausetoken._store import TokenStore
+    from pausetoken._signer_api import Signer
+    from pausetoken._store_api import TokenStore
 
 __all__ = ["PauseTokens", "TokenStatus"]
 
@@ -578,14 +578,14 @@ class PauseTokens:
         if committed:
             return
         record = await self._status_or_none(key)
-        if record is not None and record.state is TokenState.REVOKED:
+        if record is not None and record.state is PauseState.REVOKED:
             logger.error("claim revoked after it lapsed, before commit", extra=log_extra)
             msg = "the claim lapsed while the body ran and the pause was then revoked"
             raise LeaseLost(msg, code="lease_revoked")
         logger.error("lease lost before commit", extra=log_extra)
         raise LeaseLost
 
-    async def _status_or_none(self, key: str) -> TokenRecord | None:
+    async def _status_or_none(self, key: str) -> PauseRecord | None:
         try:
             return await self._store_call(self.store.status(key))
         except StoreUnavailable:
@@ -596,10 +596,10 @@ class PauseTokens:
         record = await self._store_call(self.store.status(claims.pause_key))
         if record is None:
             return
-        if record.state is TokenState.REDEEMED:
+        if record.state is PauseState.REDEEMED:
             msg = "the pause was already answered; no token is minted for it"
             raise AlreadyRedeemed(msg, code="pause_already_redeemed")
-        if record.state is TokenState.REVOKED:
+        if record.state is PauseState.REVOKED:
             msg = "the pause was revoked; no token is minted for it"
             raise TokenRevoked(msg, code="pause_revoked")
 
@@ -679,9 +679,9 @@ class PauseTokens:
         self, checked: _Checked, stale: StaleToken | CheckpointNotFound
     ) -> Redemption[Any, Any]:
         record = await self._store_call(self.store.status(checked.claims.pause_key))
-        if record is None or record.state is TokenState.CLAIMED:
+        if record is None or record.state is PauseState.CLAIMED:
             raise stale
-        if record.state is TokenState.REVOKED:
+        if record.state is PauseState.REVOKED:
             raise TokenRevoked
         same = record.response_hash is not None and hmac.compare_digest(
             record.response_hash, checked.response_hash
@@ -842,7 +842,7 @@ class PauseTokens:
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             raise ScopeMismatch
         record = await self._store_call(self.store.status(claims.pause_key))
-        if record is not None and record.state is TokenState.CLAIMED:
+        if record is not None and record.state is PauseState.CLAIMED:
             lease_live = record.lease_until is not None and record.lease_until > self._skewed(now)
             if lease_live:
                 return TokenStatus.IN_PROGRESS
@@ -850,11 +850,11 @@ class PauseTokens:
         return TokenStatus.ACTIVE if record is None else _status_of(record.state)
 
 
-def _status_of(state: TokenState) -> TokenStatus:
+def _status_of(state: PauseState) -> TokenStatus:
     return {
-        TokenState.CLAIMED: TokenStatus.IN_PROGRESS,
-        TokenState.REDEEMED: TokenStatus.REDEEMED,
-        TokenState.REVOKED: TokenStatus.REVOKED,
+        PauseState.CLAIMED: TokenStatus.IN_PROGRESS,
+        PauseState.REDEEMED: TokenStatus.REDEEMED,
+        PauseState.REVOKED: TokenStatus.REVOKED,
     }[state]
 
 

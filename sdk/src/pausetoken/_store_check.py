@@ -26,14 +26,14 @@ import attrs
 
 from pausetoken._claims import new_jti
 from pausetoken._race import race_tasks, warm_up
-from pausetoken._store import ClaimOutcome, ClaimRequest, ClaimResult, TokenState
+from pausetoken._store_api import ClaimOutcome, ClaimRequest, ClaimResult, PauseState
 from pausetoken._urls import redact_url
 from pausetoken.exceptions import PauseTokenError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
-    from pausetoken._store import TokenStore
+    from pausetoken._store_api import TokenStore
 
 __all__ = ["STEPS", "StepResult", "check_store", "failure_cause"]
 
@@ -149,13 +149,13 @@ class _Smoke:
         record = await self.store.revoke(key, _SCOPE, name, self.expires, self.now)
         outcome = (await self.store.claim(self.request(key))).outcome
         status = await self.store.status(key)
-        if record.state is not TokenState.REVOKED or outcome is not ClaimOutcome.REVOKED:
+        if record.state is not PauseState.REVOKED or outcome is not ClaimOutcome.REVOKED:
             return _fail(f"revoked then claimed: {outcome.value}")
-        if status is None or status.state is not TokenState.REVOKED:
+        if status is None or status.state is not PauseState.REVOKED:
             return _fail("status after revoke")
         await self.store.claim(self.request(live))
         kept = await self.store.revoke(live, _SCOPE, name, self.expires, self.now)
-        if kept.state is not TokenState.CLAIMED:
+        if kept.state is not PauseState.CLAIMED:
             return _fail(f"revoke of a live claim: {kept.state.value}")
         return "revoked, claim refused, status revoked, live claim kept"
 

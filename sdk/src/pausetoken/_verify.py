@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from pausetoken._claims import CLAIMS_VERSION, HASH_PATTERN, JTI_PATTERN, Claims
-from pausetoken._jose import (
+from pausetoken._signers import (
     DEFAULT_MAX_TOKEN_BYTES,
     b64decode_segment,
     parse_header,
@@ -24,7 +24,7 @@ from pausetoken._jose import (
 from pausetoken.exceptions import ConfigurationError, InvalidToken, TokenExpired
 
 if TYPE_CHECKING:
-    from pausetoken._signer import Signer
+    from pausetoken._signer_api import Signer
 
 __all__ = ["MAX_CLAIM_LENGTH", "TokenPolicy", "decode_unverified", "verify_token"]
 

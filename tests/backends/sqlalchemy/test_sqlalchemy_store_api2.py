@@ -10,7 +10,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_support import LEASE, SCOPE, claim_request
 
-from pausetoken import ClaimOutcome, ClaimRequest, TokenState
+from pausetoken import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken._claims import new_jti
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken_sqlalchemy import SQLAlchemyStore
@@ -52,7 +52,7 @@ async def test_purge_never_reopens_a_pause_whose_commit_raised_the_expiry(
     assert await store.commit(key, "lease-a", longer) is True
     record = await store.status(key)
     assert record is not None
-    assert (record.state, record.expires_at) == (TokenState.REDEEMED, longer)
+    assert (record.state, record.expires_at) == (PauseState.REDEEMED, longer)
     assert await store.purge(now + timedelta(hours=3)) == 0
     replay = await store.claim(claim_request(key, now=now, expires_at=short))
     assert replay.outcome is ClaimOutcome.REDEEMED_SAME
@@ -88,14 +88,14 @@ async def test_revoking_a_live_claim_leaves_it_claimed_and_the_holder_can_commit
     await store.claim(request)
     later = now + timedelta(hours=3)
     record = await store.revoke(key, OTHER_SCOPE, "other", later, now + LEASE / 2)
-    assert record.state is TokenState.CLAIMED
+    assert record.state is PauseState.CLAIMED
     assert (record.scope_hash, record.name) == (SCOPE, "approval")
     assert (record.lease_id, record.lease_until) == ("lease-a", request.lease_until)
     assert record.expires_at == later
     assert await store.commit(key, "lease-a", now) is True
     after = await store.status(key)
     assert after is not None
-    assert (after.state, after.expires_at) == (TokenState.REDEEMED, later)
+    assert (after.state, after.expires_at) == (PauseState.REDEEMED, later)
 
 
 async def test_revoking_a_lapsed_claim_revokes_it_and_voids_the_lease(
@@ -104,7 +104,7 @@ async def test_revoking_a_lapsed_claim_revokes_it_and_voids_the_lease(
     now, key = _now(), new_jti()
     await store.claim(claim_request(key, now=now, lease_id="lease-a"))
     record = await store.revoke(key, OTHER_SCOPE, "other", now + timedelta(hours=2), now + LEASE)
-    assert record.state is TokenState.REVOKED
+    assert record.state is PauseState.REVOKED
     assert (record.scope_hash, record.name) == (SCOPE, "approval")  # the row keeps its own
     assert (record.response_hash, record.lease_id, record.lease_until) == (None, None, None)
     assert await store.status(key) == record
@@ -120,7 +120,7 @@ async def test_revoking_an_absent_pause_records_the_callers_scope_and_name(
 ) -> None:
     now, key = _now(), new_jti()
     record = await store.revoke(key, OTHER_SCOPE, "other", now + timedelta(hours=1), now)
-    assert (record.pause_key, record.state) == (key, TokenState.REVOKED)
+    assert (record.pause_key, record.state) == (key, PauseState.REVOKED)
     assert (record.scope_hash, record.name) == (OTHER_SCOPE, "other")
     assert (record.response_hash, record.lease_id, record.lease_until) == (None, None, None)
 
@@ -137,7 +137,7 @@ async def test_a_second_commit_by_the_same_lease_is_confirmed(store: SQLAlchemyS
     assert await store.commit(key, "LEASE-A", now + timedelta(hours=1)) is False
     record = await store.status(key)
     assert record is not None
-    assert (record.state, record.lease_id) == (TokenState.REDEEMED, "lease-a")
+    assert (record.state, record.lease_id) == (PauseState.REDEEMED, "lease-a")
     assert await store.commit(new_jti(), "lease-a", now) is False
 
 

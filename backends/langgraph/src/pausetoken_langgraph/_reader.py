@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from pausetoken._checkpoints import CHECKPOINTS_API_VERSION, PendingInterrupt
+from pausetoken._reader_api import CHECKPOINTS_API_VERSION, PendingInterrupt
 from pausetoken.exceptions import (
     CheckpointLost,
     CheckpointNotFound,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from pausetoken import ClaimOutcome, ClaimResult, TokenRecord, TokenState
+from pausetoken import ClaimOutcome, ClaimResult, PauseRecord, PauseState
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken_sqlalchemy._schema import MAX_JTI_BYTES
 
@@ -152,13 +152,13 @@ def _unexpected_state(state: object) -> StoreUnavailable:
     )
 
 
-def _record(row: Sequence[Any]) -> TokenRecord:
+def _record(row: Sequence[Any]) -> PauseRecord:
     key, state, scope_hash, name, expires_at_us, response_hash, lease_id, lease_until_us = row
     try:
-        token_state = TokenState(state)
+        token_state = PauseState(state)
     except ValueError as exc:
         raise _unexpected_state(state) from exc
-    return TokenRecord(
+    return PauseRecord(
         pause_key=bytes(key).decode("utf-8", "surrogatepass"),
         state=token_state,
         scope_hash=scope_hash,
@@ -223,11 +223,11 @@ class Statements(ABC):
         name: str,
         expires_at_us: int,
         now_us: int,
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         """Revoke an absent or lapsed pause; return the resulting record."""
 
     @abstractmethod
-    async def status(self, conn: Any, key: bytes) -> TokenRecord | None:
+    async def status(self, conn: Any, key: bytes) -> PauseRecord | None:
         """The stored record of ``key``."""
 
     @abstractmethod
@@ -339,15 +339,15 @@ class _ReturningStatements(Statements):
         stamp = self._stamps.next()
         rows = await self._fetch(conn, self._claim_sql, self.claim_params(args, stamp))
         state, response_hash, lease_id, lease_until_us, updated_at_us = rows[0]
-        if state == TokenState.CLAIMED.value:
+        if state == PauseState.CLAIMED.value:
             # Written by this statement (inserted or taken over) only if its stamp came back.
             if lease_id == args.lease_id and updated_at_us == stamp:
                 return ClaimResult(ClaimOutcome.CLAIMED)
             until = None if lease_until_us is None else from_us(lease_until_us)
             return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=until)
-        if state == TokenState.REDEEMED.value:
+        if state == PauseState.REDEEMED.value:
             return _redeemed(response_hash, args)
-        if state == TokenState.REVOKED.value:
+        if state == PauseState.REVOKED.value:
             return ClaimResult(ClaimOutcome.REVOKED)
         raise _unexpected_state(state)
 
@@ -371,13 +371,13 @@ class _ReturningStatements(Statements):
         name: str,
         expires_at_us: int,
         now_us: int,
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         stamp = self._stamps.next()
         params = self._bind((key, scope_hash, name, expires_at_us, stamp, now_us))
         rows = await self._fetch(conn, self._revoke_sql, params)
         return _record(rows[0])
 
-    async def status(self, conn: Any, key: bytes) -> TokenRecord | None:
+    async def status(self, conn: Any, key: bytes) -> PauseRecord | None:
         rows = await self._fetch(conn, self._status_sql, self._bind((key,)))
         return _record(rows[0]) if rows else None
 
@@ -577,7 +577,7 @@ class MySQLStatements(Statements):
         name: str,
         expires_at_us: int,
         now_us: int,
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         n = now_us
         for _ in range(_REVOKE_ATTEMPTS):
             stamp = self._stamps.next()
@@ -595,7 +595,7 @@ class MySQLStatements(Statements):
         msg = "the pause's row kept changing while it was being revoked; try again"
         raise StoreUnavailable(msg)
 
-    async def status(self, conn: Any, key: bytes) -> TokenRecord | None:
+    async def status(self, conn: Any, key: bytes) -> PauseRecord | None:
         rows = await self._rows(conn, self._status_sql, (key,))
         return _record(rows[0]) if rows else None
 

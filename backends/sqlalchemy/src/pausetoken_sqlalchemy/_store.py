@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Table
     from sqlalchemy.engine import URL
 
-    from pausetoken import ClaimRequest, ClaimResult, TokenRecord
+    from pausetoken import ClaimRequest, ClaimResult, PauseRecord
     from pausetoken_sqlalchemy._connections import Held
     from pausetoken_sqlalchemy._failures import Problem
 
@@ -657,7 +657,7 @@ class SQLAlchemyStore:
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         """Revoke the pause unless it was redeemed or a live lease holds it.
 
         An absent pause, or a claimed one whose lease ended (``lease_until <= now``),
@@ -683,7 +683,7 @@ class SQLAlchemyStore:
             ),
         )
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         """What the store knows of ``pause_key``, or ``None``.
 
         Raises:

@@ -36,14 +36,14 @@ from hypothesis.stateful import (
 
 from pausetoken._claims import new_jti
 from pausetoken._race import race_tasks
-from pausetoken._store import ClaimOutcome, ClaimRequest, ClaimResult, TokenRecord, TokenState
+from pausetoken._store_api import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Sequence
 
     from hypothesis import settings as Settings  # noqa: N812
 
-    from pausetoken._store import TokenStore
+    from pausetoken._store_api import TokenStore
 
 __all__ = ["REQUIRED_VISITS", "TokenStoreMachine", "check_store_state_machine"]
 
@@ -102,10 +102,10 @@ def _aware(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond | 1)
 
 
-def _claimed(request: ClaimRequest, expires_at: datetime) -> TokenRecord:
-    return TokenRecord(
+def _claimed(request: ClaimRequest, expires_at: datetime) -> PauseRecord:
+    return PauseRecord(
         pause_key=request.pause_key,
-        state=TokenState.CLAIMED,
+        state=PauseState.CLAIMED,
         scope_hash=request.scope_hash,
         name=request.name,
         expires_at=expires_at,
@@ -115,31 +115,31 @@ def _claimed(request: ClaimRequest, expires_at: datetime) -> TokenRecord:
     )
 
 
-def expected_claim(row: TokenRecord | None, request: ClaimRequest) -> ClaimResult:
+def expected_claim(row: PauseRecord | None, request: ClaimRequest) -> ClaimResult:
     """What the protocol says ``claim(request)`` answers when the row is ``row``."""
     if row is None or _lapsed(row, request.now):
         return ClaimResult(ClaimOutcome.CLAIMED)
-    if row.state is TokenState.CLAIMED:
+    if row.state is PauseState.CLAIMED:
         return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
-    if row.state is TokenState.REDEEMED:
+    if row.state is PauseState.REDEEMED:
         same = row.response_hash == request.response_hash
         return ClaimResult(ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER)
     return ClaimResult(ClaimOutcome.REVOKED)
 
 
-def _lapsed(row: TokenRecord, now: datetime) -> bool:
+def _lapsed(row: PauseRecord, now: datetime) -> bool:
     return (
-        row.state is TokenState.CLAIMED and row.lease_until is not None and row.lease_until <= now
+        row.state is PauseState.CLAIMED and row.lease_until is not None and row.lease_until <= now
     )
 
 
-def assert_same_record(record: TokenRecord | None, expected: TokenRecord | None, what: str) -> None:
+def assert_same_record(record: PauseRecord | None, expected: PauseRecord | None, what: str) -> None:
     """Fail unless ``record`` equals ``expected`` in every field (times to the microsecond)."""
     if expected is None:
         assert record is None, f"{what}: the store has {record!r}, the protocol says no row"
         return
     assert record is not None, f"{what}: the store has no row, the protocol says {expected!r}"
-    for field in attrs.fields(TokenRecord):
+    for field in attrs.fields(PauseRecord):
         got, want = getattr(record, field.name), getattr(expected, field.name)
         assert got == want, f"{what}: {field.name} is {got!r}, the protocol says {want!r}"
         if isinstance(got, datetime):
@@ -200,7 +200,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
         self.keys = [f"{prefix}{i}" for i in range(_SLOTS - 1)]
         self.keys.append(self.keys[-1].swapcase())
         self.expires: list[datetime] = []
-        self.model: dict[str, TokenRecord] = {}
+        self.model: dict[str, PauseRecord] = {}
         self.issued: dict[str, list[str]] = {key: [] for key in self.keys}
         self.stranger = f"lease-never-issued-{prefix}"
 
@@ -209,7 +209,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
         return result
 
     @staticmethod
-    def _state(row: TokenRecord | None) -> str:
+    def _state(row: PauseRecord | None) -> str:
         return "absent" if row is None else row.state.value
 
     def _visit(self, what: str) -> None:
@@ -242,7 +242,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
     def _pick(self, slot: int) -> str:
         # Claimed pauses first, then redeemed ones: hypothesis favours small numbers, so a
         # renew, commit or release usually meets a row it can change (or must refuse to).
-        rank = {TokenState.CLAIMED: 0, TokenState.REDEEMED: 1, TokenState.REVOKED: 2}
+        rank = {PauseState.CLAIMED: 0, PauseState.REDEEMED: 1, PauseState.REVOKED: 2}
         order = sorted(self.keys, key=lambda k: rank[self.model[k].state] if k in self.model else 3)
         return order[slot]
 
@@ -314,7 +314,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
 
     def _held(self) -> list[str]:
         return [
-            k for k in self.keys if k in self.model and self.model[k].state is TokenState.CLAIMED
+            k for k in self.keys if k in self.model and self.model[k].state is PauseState.CLAIMED
         ]
 
     def _claim(
@@ -379,7 +379,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
         key = self._pick(slot)
         lease_id, row = self._lease(key, who, index), self.model.get(key)
         until = self.now + lease
-        holds = row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
+        holds = row is not None and row.state is PauseState.CLAIMED and row.lease_id == lease_id
         assert self._call(self.store.renew(key, lease_id, until)) is holds, (who, row)
         if not holds:
             self._visit(f"renew refused ({self._state(row)})")
@@ -398,15 +398,15 @@ class TokenStoreMachine(RuleBasedStateMachine):
         lease_id, row = self._lease(key, who, index), self.model.get(key)
         expires = self.expires[self.keys.index(key)] + shift
         ours = row is not None and row.lease_id == lease_id
-        expected = ours and row is not None and row.state is not TokenState.REVOKED
+        expected = ours and row is not None and row.state is not PauseState.REVOKED
         assert self._call(self.store.commit(key, lease_id, expires)) is expected, (who, row)
         if not expected:
             self._visit(f"commit refused ({self._state(row)})")
         else:
             assert row is not None
-            self._visit("redeemed" if row.state is TokenState.CLAIMED else "commit confirmed")
+            self._visit("redeemed" if row.state is PauseState.CLAIMED else "commit confirmed")
             self.model[key] = attrs.evolve(
-                row, state=TokenState.REDEEMED, expires_at=max(row.expires_at, expires)
+                row, state=PauseState.REDEEMED, expires_at=max(row.expires_at, expires)
             )
 
     @rule(slot=st.integers(0, _SLOTS - 1), who=_WHO, index=st.integers(0, 8))
@@ -416,7 +416,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
 
     def _release(self, key: str, who: str, index: int) -> None:
         lease_id, row = self._lease(key, who, index), self.model.get(key)
-        holds = row is not None and row.state is TokenState.CLAIMED and row.lease_id == lease_id
+        holds = row is not None and row.state is PauseState.CLAIMED and row.lease_id == lease_id
         assert self._call(self.store.release(key, lease_id)) is holds, (who, row)
         if not holds:
             self._visit(f"release refused ({self._state(row)})")
@@ -446,9 +446,9 @@ class TokenStoreMachine(RuleBasedStateMachine):
         )
         row = self.model.get(key)
         if row is None:
-            self.model[key] = TokenRecord(
+            self.model[key] = PauseRecord(
                 pause_key=key,
-                state=TokenState.REVOKED,
+                state=PauseState.REVOKED,
                 scope_hash=_SCOPES[scope],
                 name=_NAMES[scope],
                 expires_at=expires,
@@ -457,7 +457,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
         elif _lapsed(row, self.now):
             self.model[key] = attrs.evolve(
                 row,
-                state=TokenState.REVOKED,
+                state=PauseState.REVOKED,
                 expires_at=max(row.expires_at, expires),
                 response_hash=None,
                 lease_id=None,

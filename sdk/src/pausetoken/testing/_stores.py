@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, settings
 
 from pausetoken._claims import new_jti
 from pausetoken._race import race_processes, race_tasks, warm_up
-from pausetoken._store import (
+from pausetoken._store_api import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
-    TokenRecord,
-    TokenState,
+    PauseRecord,
+    PauseState,
     TokenStore,
 )
 from pausetoken.testing._stateful import assert_same_record, check_store_state_machine
@@ -54,11 +54,11 @@ def _now() -> datetime:
     return now.replace(microsecond=now.microsecond | 1)
 
 
-def claimed_record(request: ClaimRequest, *, expires_at: datetime | None = None) -> TokenRecord:
+def claimed_record(request: ClaimRequest, *, expires_at: datetime | None = None) -> PauseRecord:
     """The record the protocol says a winning ``request`` leaves."""
-    return TokenRecord(
+    return PauseRecord(
         pause_key=request.pause_key,
-        state=TokenState.CLAIMED,
+        state=PauseState.CLAIMED,
         scope_hash=request.scope_hash,
         name=request.name,
         expires_at=expires_at if expires_at is not None else request.expires_at,
@@ -223,26 +223,26 @@ class StoreConformance:
         )
 
     @staticmethod
-    async def assert_status(store: TokenStore, expected: TokenRecord | None) -> None:
+    async def assert_status(store: TokenStore, expected: PauseRecord | None) -> None:
         """Fail unless ``status`` returns ``expected`` in every field."""
         key = expected.pause_key if expected is not None else ""
         assert_same_record(await store.status(key), expected, "status")
 
-    async def _claimed(self, store: TokenStore, request: ClaimRequest) -> TokenRecord:
+    async def _claimed(self, store: TokenStore, request: ClaimRequest) -> PauseRecord:
         result = await store.claim(request)
         assert result.outcome is ClaimOutcome.CLAIMED, result
         return claimed_record(request)
 
-    async def _redeemed(self, store: TokenStore, request: ClaimRequest) -> TokenRecord:
+    async def _redeemed(self, store: TokenStore, request: ClaimRequest) -> PauseRecord:
         record = await self._claimed(store, request)
         assert await store.commit(request.pause_key, request.lease_id, request.expires_at)
-        return attrs.evolve(record, state=TokenState.REDEEMED)
+        return attrs.evolve(record, state=PauseState.REDEEMED)
 
-    async def _revoked(self, store: TokenStore, key: str, now: datetime) -> TokenRecord:
+    async def _revoked(self, store: TokenStore, key: str, now: datetime) -> PauseRecord:
         record = await store.revoke(key, SCOPE_HASH, NAME, now + TTL, now)
-        expected = TokenRecord(
+        expected = PauseRecord(
             pause_key=key,
-            state=TokenState.REVOKED,
+            state=PauseState.REVOKED,
             scope_hash=SCOPE_HASH,
             name=NAME,
             expires_at=now + TTL,
@@ -423,19 +423,19 @@ class StoreConformance:
         now, key = _now(), new_jti()
         record = await self._claimed(store, self.request(key, now=now, lease_id="lease-a"))
         assert await store.commit(key, "lease-a", record.expires_at) is True
-        await self.assert_status(store, attrs.evolve(record, state=TokenState.REDEEMED))
+        await self.assert_status(store, attrs.evolve(record, state=PauseState.REDEEMED))
 
     async def test_commit_raises_the_expiry_and_never_lowers_it(self, store: TokenStore) -> None:
         now, key, other = _now(), new_jti(), new_jti()
         record = await self._claimed(store, self.request(key, now=now, lease_id="lease-a"))
         assert await store.commit(key, "lease-a", record.expires_at - TICK) is True
-        redeemed = attrs.evolve(record, state=TokenState.REDEEMED)
+        redeemed = attrs.evolve(record, state=PauseState.REDEEMED)
         await self.assert_status(store, redeemed)
         raised = await self._claimed(store, self.request(other, now=now, lease_id="lease-b"))
         assert await store.commit(other, "lease-b", raised.expires_at + TICK) is True
         await self.assert_status(
             store,
-            attrs.evolve(raised, state=TokenState.REDEEMED, expires_at=raised.expires_at + TICK),
+            attrs.evolve(raised, state=PauseState.REDEEMED, expires_at=raised.expires_at + TICK),
         )
 
     async def test_commit_by_another_lease_is_refused(self, store: TokenStore) -> None:
@@ -474,7 +474,7 @@ class StoreConformance:
         request = self.request(key, now=now, lease_id="lease-a", lease=timedelta(0))
         record = await self._claimed(store, request)
         assert await store.commit(key, "lease-a", request.expires_at) is True
-        await self.assert_status(store, attrs.evolve(record, state=TokenState.REDEEMED))
+        await self.assert_status(store, attrs.evolve(record, state=PauseState.REDEEMED))
 
     # -- release --------------------------------------------------------------------------
 
@@ -560,9 +560,9 @@ class StoreConformance:
         await self._claimed(store, request)
         at = request.lease_until + after
         answer = await store.revoke(key, OTHER_SCOPE_HASH, OTHER_NAME, now + TTL - TICK, at)
-        expected = TokenRecord(
+        expected = PauseRecord(
             pause_key=key,
-            state=TokenState.REVOKED,
+            state=PauseState.REVOKED,
             scope_hash=SCOPE_HASH,
             name=NAME,
             expires_at=request.expires_at,
@@ -757,7 +757,7 @@ class StoreConformance:
             # The old holder committed first: every claim sees a redemption with its answer.
             assert set(outcomes) == {ClaimOutcome.REDEEMED_SAME}, outcomes
             await self.assert_status(
-                store, attrs.evolve(claimed_record(dead), state=TokenState.REDEEMED)
+                store, attrs.evolve(claimed_record(dead), state=PauseState.REDEEMED)
             )
         else:
             assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
@@ -789,7 +789,7 @@ class StoreConformance:
             await self.assert_status(store, claimed_record(winner))
         else:
             assert set(outcomes) == {ClaimOutcome.REVOKED}, outcomes
-            assert record.state is TokenState.REVOKED, record
+            assert record.state is PauseState.REVOKED, record
 
     async def test_concurrent_claims_of_distinct_pauses_all_win(
         self, store: TokenStore, store_factory: StoreFactory | None
@@ -828,7 +828,7 @@ class StoreConformance:
         for key in keys:
             record = await store.status(key)
             assert record is not None, "a race winner's row is not visible through 'store'"
-            assert record.state is TokenState.CLAIMED, record
+            assert record.state is PauseState.CLAIMED, record
 
     # -- the state machine ----------------------------------------------------------------
 
@@ -858,5 +858,5 @@ def _claim(store: TokenStore, request: ClaimRequest) -> Callable[[], Awaitable[C
 
 def _revoke(
     store: TokenStore, key: str, expires_at: datetime, now: datetime
-) -> Callable[[], Awaitable[TokenRecord]]:
+) -> Callable[[], Awaitable[PauseRecord]]:
     return lambda: store.revoke(key, SCOPE_HASH, NAME, expires_at, now)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pausetoken._claims import CLAIMS_VERSION, Scope
 from pausetoken._hashing import MAX_SAFE_INTEGER
-from pausetoken._store import ClaimRequest
+from pausetoken._store_api import ClaimRequest
 
 __all__ = [
     "claim_requests",

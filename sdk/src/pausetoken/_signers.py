@@ -28,7 +28,7 @@ from joserfc.jwk import OctKey
 
 from pausetoken._claims import TOKEN_TYPE
 from pausetoken._keys import KID_PATTERN, KeyRing
-from pausetoken._signer import SIGNERS_API_VERSION
+from pausetoken._signer_api import SIGNERS_API_VERSION
 from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from joserfc.jwa import HMACAlgorithm
 from joserfc.jwk import OctKey, OKPKey
 
 from pausetoken import JoseSigner, KeyRing, SealedSigner
-from pausetoken._signer import SIGNERS_API_VERSION, Signer
+from pausetoken._signer_api import SIGNERS_API_VERSION, Signer
 from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
 
 SECRET = secrets.token_bytes(32)

@@ -32,8 +32,8 @@ __all__ = [
     "ClaimOutcome",
     "ClaimRequest",
     "ClaimResult",
-    "TokenRecord",
-    "TokenState",
+    "PauseRecord",
+    "PauseState",
     "TokenStore",
 ]
 
@@ -58,7 +58,7 @@ class ClaimOutcome(enum.Enum):
     REVOKED = "revoked"
 
 
-class TokenState(enum.Enum):
+class PauseState(enum.Enum):
     """The state of a stored pause row."""
 
     #: A lease is (or was, if ``lease_until`` passed) held on the pause.
@@ -111,7 +111,7 @@ class ClaimResult:
 
 
 @attrs.frozen
-class TokenRecord:
+class PauseRecord:
     """What a store knows of one pause (see `TokenStore.status()`).
 
     Which fields each state holds:
@@ -128,7 +128,7 @@ class TokenRecord:
     """
 
     pause_key: str
-    state: TokenState
+    state: PauseState
     scope_hash: str
     name: str
     expires_at: datetime
@@ -186,11 +186,11 @@ class TokenStore(Protocol):
 
     async def revoke(
         self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
-    ) -> TokenRecord:
+    ) -> PauseRecord:
         """Revoke the pause unless it was redeemed or a live lease holds it."""
         ...
 
-    async def status(self, pause_key: str) -> TokenRecord | None:
+    async def status(self, pause_key: str) -> PauseRecord | None:
         """What the store knows of ``pause_key``, or ``None`` if nothing."""
         ...
 
