@@ -21,7 +21,7 @@ import importlib.metadata
 import logging
 import re
 import threading
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args, overload
 
 import attrs
 
@@ -40,6 +40,8 @@ from pausetoken.exceptions import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from pausetoken.plugins import ReaderFactory, SignerFactory, StoreFactory
 
 __all__ = [
     "GROUPS",
@@ -66,6 +68,13 @@ GROUPS: Final[Mapping[BackendKind, str]] = {
     "stores": "pausetoken.stores",
     "signers": "pausetoken.signers",
     "checkpoints": "pausetoken.checkpoints",
+}
+
+#: The method that makes a backend from its factory, per kind.
+_FACTORY_METHODS: Final[Mapping[BackendKind, str]] = {
+    "stores": "from_url",
+    "signers": "from_keys",
+    "checkpoints": "from_url",
 }
 
 #: The ``api_version`` values this release of pausetoken can drive, per kind.
@@ -139,17 +148,21 @@ class BackendInfo:
             return False
         return True
 
-    def load(self) -> Any:
-        """Import the backend (once per process) and check its ``api_version``.
+    def load(self) -> object:
+        """Import the backend (once per process) and check it is a factory of its kind.
 
         Returns:
-            The backend object (normally a class with ``api_version`` and ``from_url``).
+            The backend's factory (normally its class): a
+            [`StoreFactory`][pausetoken.plugins.StoreFactory],
+            [`SignerFactory`][pausetoken.plugins.SignerFactory] or
+            [`ReaderFactory`][pausetoken.plugins.ReaderFactory], as its kind says.
 
         Raises:
             BackendNotInstalled: a module it needs is missing (the message says what to
                 install when pausetoken knows).
-            ConfigurationError: it fails to import (code ``backend_import_failed``) or its
-                ``api_version`` is missing or unsupported (code ``backend_api_version``).
+            ConfigurationError: it fails to import (code ``backend_import_failed``), or its
+                ``api_version`` is missing or unsupported or it lacks its kind's factory
+                method (code ``backend_api_version``).
         """
         key = (self.kind, self.name, self.distribution, self.target)
         with _lock:
@@ -157,7 +170,7 @@ class BackendInfo:
         if cached is not _MISSING:
             return cached
         obj = self._import()
-        _check_api_version(self, obj)
+        _check_factory(self, obj)
         with _lock:
             _loaded[key] = obj
         return obj
@@ -311,32 +324,41 @@ def _resolve(kind: BackendKind, name: str) -> BackendInfo:
     raise UnknownBackend(msg)
 
 
-def load(kind: BackendKind, name: str) -> Any:
-    """Import the backend ``name`` of ``kind`` (once per process) and return it.
+@overload
+def load(kind: Literal["stores"], name: str) -> StoreFactory: ...
+@overload
+def load(kind: Literal["signers"], name: str) -> SignerFactory: ...
+@overload
+def load(kind: Literal["checkpoints"], name: str) -> ReaderFactory: ...
+def load(kind: BackendKind, name: str) -> StoreFactory | SignerFactory | ReaderFactory:
+    """Import the backend ``name`` of ``kind`` (once per process) and return its factory.
 
     Args:
         kind: ``"stores"``, ``"signers"`` or ``"checkpoints"``.
         name: Its entry-point name (or a name given to `register_store()`).
 
     Returns:
-        The backend object, whose ``api_version`` was checked.
+        The backend's factory, whose ``api_version`` and factory method were checked.
 
     Raises:
         UnknownBackend: nothing of that name is installed or registered.
         BackendNotInstalled: pausetoken knows the name but its distribution (or a module it
             needs) is missing; the message names the ``pip install``.
         AmbiguousBackend: two distributions register that name.
-        ConfigurationError: it fails to import or has no supported ``api_version``.
+        ConfigurationError: it fails to import, has no supported ``api_version`` or lacks
+            its factory method.
     """
-    return _resolve(_check_kind(kind), name).load()
+    return cast(
+        "StoreFactory | SignerFactory | ReaderFactory", _resolve(_check_kind(kind), name).load()
+    )
 
 
-def load_signer(name: str) -> Any:
+def load_signer(name: str) -> SignerFactory:
     """Load the signer registered as ``name`` (``"jose"``, ``"sealed"``, a plugin's)."""
     return load("signers", name)
 
 
-def load_checkpoints(name: str) -> Any:
+def load_checkpoints(name: str) -> ReaderFactory:
     """Load the checkpoint reader registered as ``name`` (``"memory"``, ``"langgraph"``)."""
     return load("checkpoints", name)
 
@@ -356,11 +378,15 @@ def _import_target(target: str) -> Any:
     return obj
 
 
-def _check_api_version(info: BackendInfo, obj: Any) -> None:
+def _check_factory(info: BackendInfo, obj: object) -> None:
     version = getattr(obj, "api_version", None)
     supported = _API_VERSIONS[info.kind]
     if isinstance(version, int) and not isinstance(version, bool) and version in supported:
-        return
+        method = _FACTORY_METHODS[info.kind]
+        if callable(getattr(obj, method, None)):
+            return
+        msg = f"the {_singular(info.kind)} {info.name!r} ({info.target}) has no {method}()"
+        raise ConfigurationError(msg, code="backend_api_version")
     wanted = ", ".join(str(v) for v in sorted(supported))
     found = "none" if version is None else repr(version)
     msg = (
@@ -440,13 +466,13 @@ def _store_info(url: str) -> BackendInfo:
     return _resolve("stores", store_family(url))
 
 
-def load_store(url: str) -> Any:
+def load_store(url: str) -> StoreFactory:
     """Load the store class a URL (or ``module:attr``) chooses, without opening it.
 
     Raises:
         As `open_store()`, except that nothing is opened.
     """
-    return _store_info(url).load()
+    return cast("StoreFactory", _store_info(url).load())
 
 
 def open_store(url: str, **options: Any) -> TokenStore:
@@ -483,13 +509,9 @@ def open_store(url: str, **options: Any) -> TokenStore:
     """
     shown = redact_url(url)
     info = _store_info(url)
-    factory = info.load()
-    from_url = getattr(factory, "from_url", None)
-    if not callable(from_url):
-        msg = f"the store {info.name!r} ({info.target}) has no from_url classmethod"
-        raise ConfigurationError(msg, code="backend_api_version")
+    factory = cast("StoreFactory", info.load())
     try:
-        store = from_url(url, **options)
+        store: object = factory.from_url(url, **options)
     except PauseTokenError:
         raise
     except Exception as exc:

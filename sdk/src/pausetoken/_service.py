@@ -27,6 +27,7 @@ from pausetoken._policy import (
     check_durations,
     ttl_problem,
 )
+from pausetoken._registry import load_checkpoints, load_signer, open_store
 from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
 from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
 from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy, verify_token
@@ -198,16 +199,12 @@ class PauseTokens:
         Raises:
             ConfigurationError: for unknown or missing backends and bad options.
         """
-        from pausetoken import _registry  # noqa: PLC0415 - the registry is only for settings
-
-        signer_factory = _registry.load("signers", settings.signer)
         signer_options = {"max_token_bytes": settings.max_token_bytes, **settings.signer_options}
-        signer: Signer = signer_factory.from_keys(settings.keys, **signer_options)
-        store = _registry.open_store(settings.store_url, **dict(settings.store_options))
+        signer = load_signer(settings.signer).from_keys(settings.keys, **signer_options)
+        store = open_store(settings.store_url, **dict(settings.store_options))
         owned: list[Callable[[], Awaitable[None]]] = [store.aclose]
         if checkpoints is None:
-            reader_factory = _registry.load("checkpoints", settings.checkpoints)
-            checkpoints = reader_factory.from_url(settings.checkpoints)
+            checkpoints = load_checkpoints(settings.checkpoints).from_url(settings.checkpoints)
             owned.append(checkpoints.aclose)
         service = cls(
             signer=signer,
