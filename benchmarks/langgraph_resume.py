@@ -43,7 +43,6 @@ from langgraph.types import Command
 from sqlalchemy import event
 
 from pausetoken import (
-    ClaimRequest,
     Interrupt,
     JoseSigner,
     KeyRing,
@@ -54,6 +53,7 @@ from pausetoken import (
     redact_url,
 )
 from pausetoken._claims import new_jti
+from pausetoken.plugins import ClaimRequest
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
 

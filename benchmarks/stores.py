@@ -40,8 +40,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from pausetoken import ClaimOutcome, ClaimRequest
 from pausetoken._claims import new_jti
+from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
 

@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from pausetoken import (
-    ClaimOutcome,
-    ClaimRequest,
-    ClaimResult,
-    MemoryStore,
-    PauseRecord,
-    PauseState,
-)
+from pausetoken import MemoryStore
+from pausetoken.plugins import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

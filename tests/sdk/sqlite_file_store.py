@@ -12,7 +12,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
-from pausetoken import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
+from pausetoken.plugins import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pauses (

@@ -17,16 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pausetoken import (
-    ClaimRequest,
-    ClaimResult,
     Interrupt,
     JoseSigner,
     KeyRing,
     MemoryCheckpoints,
     MemoryStore,
     MemoryStoreWarning,
-    PauseRecord,
-    PauseState,
     PauseTokens,
     Scope,
     TokenStatus,
@@ -40,6 +36,7 @@ from pausetoken.exceptions import (
     StoreUnavailable,
     TokenRevoked,
 )
+from pausetoken.plugins import ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 if TYPE_CHECKING:
     from collections.abc import Callable

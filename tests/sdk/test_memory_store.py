@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 import pausetoken
-from pausetoken import ClaimOutcome, ClaimRequest, MemoryStore, MemoryStoreWarning, _memory_store
+from pausetoken import MemoryStore, MemoryStoreWarning, _memory_store
 from pausetoken._store_api import STORE_API_VERSION
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken.testing import StoreConformance
 
 if TYPE_CHECKING:

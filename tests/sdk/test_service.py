@@ -17,7 +17,6 @@ from pausetoken import (
     MemoryCheckpoints,
     MemoryStore,
     MemoryStoreWarning,
-    PauseState,
     PauseTokens,
     PendingInterrupt,
     Scope,
@@ -42,6 +41,7 @@ from pausetoken.exceptions import (
     UnknownInterrupt,
     UnsupportedPayload,
 )
+from pausetoken.plugins import PauseState
 
 ACME = Scope("acme", namespace="billing")
 GLOBEX = Scope("globex", namespace="billing")

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from broken_stores import BROKEN, ColdPoolReadThenWrite
 
-from pausetoken import ClaimOutcome, MemoryStore, open_store
+from pausetoken import MemoryStore, open_store
 from pausetoken._claims import new_jti
 from pausetoken._install import install_hint
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
+from pausetoken.plugins import ClaimOutcome
 from pausetoken.testing import StoreConformance, StoreFactory, race_processes
 from pausetoken.testing._stores import StoreConformance as _Kit
 from pausetoken.testing._stores import _now

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta
 
-from pausetoken import ClaimRequest
 from pausetoken._claims import new_jti
+from pausetoken.plugins import ClaimRequest
 
 SCOPE = hashlib.sha256(b"scope").hexdigest()
 ANSWER = hashlib.sha256(b"answer").hexdigest()

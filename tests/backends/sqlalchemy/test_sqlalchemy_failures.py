@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlalchemy_support import LEASE, SCOPE, claim_request
 
-from pausetoken import ClaimOutcome
 from pausetoken._claims import new_jti
 from pausetoken.exceptions import StoreUnavailable
+from pausetoken.plugins import ClaimOutcome
 from pausetoken_sqlalchemy import SQLAlchemyStore
 
 if TYPE_CHECKING:

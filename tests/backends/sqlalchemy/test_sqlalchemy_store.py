@@ -14,11 +14,12 @@ from sqlalchemy import MetaData, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_support import SCOPE, claim_request
 
-from pausetoken import ClaimOutcome, TokenStore
+from pausetoken import TokenStore
 from pausetoken._claims import new_jti
 from pausetoken._install import install_hint
 from pausetoken._registry import open_store
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
+from pausetoken.plugins import ClaimOutcome
 from pausetoken_sqlalchemy import (
     PURGE_BATCH,
     SCHEMA_VERSION,

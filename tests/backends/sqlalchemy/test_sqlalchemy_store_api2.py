@@ -10,9 +10,9 @@ from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_support import LEASE, SCOPE, claim_request
 
-from pausetoken import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken._claims import new_jti
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken_sqlalchemy import SQLAlchemyStore
 
 OTHER_SCOPE = "b" * 64

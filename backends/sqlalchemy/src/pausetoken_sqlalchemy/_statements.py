@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from pausetoken import ClaimOutcome, ClaimResult, PauseRecord, PauseState
 from pausetoken.exceptions import StoreUnavailable
+from pausetoken.plugins import ClaimOutcome, ClaimResult, PauseRecord, PauseState
 from pausetoken_sqlalchemy._schema import MAX_JTI_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pausetoken import ClaimRequest
+    from pausetoken.plugins import ClaimRequest
 
 __all__ = [
     "ClaimArgs",
@@ -120,7 +120,7 @@ class _Stamps:
 # Not frozen: a frozen attrs class costs about 2 µs more to build, once per claim.
 @attrs.define
 class ClaimArgs:
-    """A [`ClaimRequest`][pausetoken.ClaimRequest] converted to column values (never mutated)."""
+    """A [`ClaimRequest`][pausetoken.plugins.ClaimRequest] converted to column values (never mutated)."""
 
     key: bytes
     scope_hash: str

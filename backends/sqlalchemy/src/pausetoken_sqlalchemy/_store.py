@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Table
     from sqlalchemy.engine import URL
 
-    from pausetoken import ClaimRequest, ClaimResult, PauseRecord
+    from pausetoken.plugins import ClaimRequest, ClaimResult, PauseRecord
     from pausetoken_sqlalchemy._connections import Held
     from pausetoken_sqlalchemy._failures import Problem
 

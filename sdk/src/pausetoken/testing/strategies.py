@@ -51,7 +51,7 @@ def jtis(*, min_size: int = 22, max_size: int = 64) -> st.SearchStrategy[str]:
 def pause_keys(*, min_size: int = 1, max_size: int = 64) -> st.SearchStrategy[str]:
     """Store row keys: 1 to 64 base64url characters.
 
-    See [`pause_key`][pausetoken.ClaimRequest.pause_key].
+    See [`pause_key`][pausetoken.plugins.ClaimRequest.pause_key].
     """
     return st.text(alphabet=_BASE64URL, min_size=min_size, max_size=max_size)
 
