@@ -120,7 +120,7 @@ class _Stamps:
 # Not frozen: a frozen attrs class costs about 2 µs more to build, once per claim.
 @attrs.define
 class ClaimArgs:
-    """A [`ClaimRequest`][pausetoken.plugins.ClaimRequest] converted to column values (never mutated)."""
+    """A [`ClaimRequest`][pausetoken.plugins.ClaimRequest] as column values (never mutated)."""
 
     key: bytes
     scope_hash: str
