@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import secrets
 import statistics
 import tempfile
 import time
@@ -52,7 +53,6 @@ from pausetoken import (
     open_store,
     redact_url,
 )
-from pausetoken._claims import new_jti
 from pausetoken.plugins import ClaimRequest
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
@@ -149,7 +149,7 @@ async def main(
                 start = time.perf_counter()
                 out = await bare_graph.ainvoke(command, config)
                 took = time.perf_counter() - start
-                assert out.output == {"status": "refunded"}, out
+                assert out == {"status": "refunded"}, out
                 return took
 
             for i in range(5):  # warm up both paths (imports, statement caches, schema)
@@ -212,9 +212,9 @@ async def breakdown(
         state.append(time.perf_counter() - start)
 
         now = datetime.now(UTC)
-        lease = new_jti()
+        lease = secrets.token_urlsafe(16)
         request = ClaimRequest(
-            jti=new_jti(),
+            pause_key=secrets.token_urlsafe(16),
             scope_hash=claims.scope_hash,
             name=claims.name,
             response_hash=claims.request_hash,
@@ -225,7 +225,7 @@ async def breakdown(
         )
         start = time.perf_counter()
         await store.claim(request)
-        await store.commit(request.jti, lease)
+        await store.commit(request.pause_key, lease, request.expires_at)
         claim_commit.append(time.perf_counter() - start)
     return {
         "verify": ms(verify),

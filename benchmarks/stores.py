@@ -40,7 +40,6 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from pausetoken._claims import new_jti
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
@@ -62,12 +61,12 @@ def requests(n: int) -> list[ClaimRequest]:
     now = datetime.now(UTC)
     return [
         ClaimRequest(
-            pause_key=new_jti(),
+            pause_key=secrets.token_urlsafe(16),
             scope_hash=SCOPE,
             name="bench",
             response_hash=ANSWER,
             expires_at=now + timedelta(hours=1),
-            lease_id=new_jti(),
+            lease_id=secrets.token_urlsafe(16),
             lease_until=now + timedelta(minutes=5),
             now=now,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import secrets
 import statistics
 import time
 import uuid
@@ -28,8 +29,8 @@ from joserfc.jwk import OctKey
 from joserfc.jwt import JWTClaimsRegistry
 
 from pausetoken import JoseSigner, KeyRing, TokenPolicy, hash_payload, verify_token
-from pausetoken._claims import CLAIMS_VERSION, new_jti
 from pausetoken.exceptions import InvalidToken
+from pausetoken.plugins import CLAIMS_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +46,7 @@ def realistic_claims(now: int) -> dict[str, object]:
         "aud": "pausetoken",
         "iat": now,
         "exp": now + 3600,
-        "jti": new_jti(),
+        "jti": secrets.token_urlsafe(16),
         "name": "refund-approval",
         "interrupt_id": uuid.uuid4().hex,
         "run_id": str(uuid.uuid4()),

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pausetoken._lease import Lease
     from pausetoken._memory_checkpoints import MemoryCheckpoints
     from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
+    from pausetoken._policy import TokenPolicy
     from pausetoken._reader_api import CheckpointReader, PendingInterrupt
     from pausetoken._registry import (
         BackendInfo,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from pausetoken._signers import JoseSigner, SealedSigner
     from pausetoken._store_api import TokenStore
     from pausetoken._urls import redact_url
-    from pausetoken._verify import TokenPolicy, decode_unverified, verify_token
+    from pausetoken._verify import decode_unverified, verify_token
 
 #: This distribution's version.
 __version__: Final = "0.1.0.dev0"
@@ -59,7 +60,7 @@ _HOMES: Final = {
     "SealedSigner": "pausetoken._signers",
     "Settings": "pausetoken._settings",
     "Signer": "pausetoken._signer_api",
-    "TokenPolicy": "pausetoken._verify",
+    "TokenPolicy": "pausetoken._policy",
     "TokenStatus": "pausetoken._service",
     "TokenStore": "pausetoken._store_api",
     "available_backends": "pausetoken._registry",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -12,6 +11,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 import attrs
+
+from pausetoken._compact import b64url_encode
 
 if TYPE_CHECKING:
     from pausetoken._lease import Lease
@@ -135,7 +136,7 @@ class Claims:
         ]
         encoded = json.dumps(["pausetoken.pause.v2", *bound], ensure_ascii=False)
         digest = hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).digest()
-        return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+        return b64url_encode(digest)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON claim set, without absent optional claims."""

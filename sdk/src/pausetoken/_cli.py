@@ -28,10 +28,11 @@ import attrs
 
 from pausetoken._install import install_hint
 from pausetoken._keys import KeyRing
+from pausetoken._policy import TokenPolicy
 from pausetoken._registry import available_backends, load_signer, open_store, redact_url
 from pausetoken._settings import ENV_PREFIX, Settings, _load_keys_file, parse_duration
 from pausetoken._urls import store_family
-from pausetoken._verify import TokenPolicy, decode_unverified, verify_token
+from pausetoken._verify import decode_unverified, verify_token
 from pausetoken.exceptions import (
     BackendNotInstalled,
     ConfigurationError,

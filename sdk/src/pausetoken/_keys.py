@@ -7,8 +7,6 @@ before a rotation stay redeemable for the grace period and no longer.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
 import itertools
 import json
@@ -31,6 +29,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OctKey, OKPKey
 
+from pausetoken._compact import DuplicateMember, b64url_decode, no_duplicates
 from pausetoken.exceptions import ConfigurationError, InvalidToken
 
 __all__ = [
@@ -361,18 +360,14 @@ def _generate_key(alg: Algorithm) -> JoseKey:
 
 
 def _b64url_decode(value: object, what: str) -> bytes:
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_-]*", value):
+    if not isinstance(value, str):
         msg = f"{what} must be base64url without padding"
         raise _config_error(msg, "key_invalid")
     try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-    except (binascii.Error, ValueError) as exc:
-        msg = f"{what} must be base64url without padding"
+        return b64url_decode(value)
+    except ValueError as exc:
+        msg = f"{what} must be canonical base64url without padding"
         raise _config_error(msg, "key_invalid") from exc
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") != value:
-        msg = f"{what} must be canonical base64url"
-        raise _config_error(msg, "key_invalid")
-    return raw
 
 
 def _retire_from_jwk(value: object) -> datetime | None:
@@ -452,18 +447,14 @@ def _entry_from_jwk(jwk: object) -> tuple[_Entry, frozenset[str] | None]:
 
 
 def _parse_jwks_text(text: str) -> Any:
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) != len(pairs):
-            msg = "the JWKS has duplicate members"
-            raise _config_error(msg, "jwks_invalid")
-        return out
-
     if not text.strip():
         msg = f"the key set is empty: {_MAKE_A_KEY_SET}"
         raise _config_error(msg, "jwks_invalid")
     try:
         return json.loads(text, object_pairs_hook=no_duplicates)
+    except DuplicateMember as exc:
+        msg = "the JWKS has duplicate members"
+        raise _config_error(msg, "jwks_invalid") from exc
     except json.JSONDecodeError as exc:
         # Checked only once JSON failed: a key file's markers are ordinary base64url text.
         if any(marker.decode("ascii") in text for marker in _KEY_FILE_MARKERS):

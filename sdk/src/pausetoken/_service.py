@@ -20,17 +20,22 @@ from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, finger
 from pausetoken._hashing import hash_payload, hash_scope, to_json_value
 from pausetoken._lease import Lease
 from pausetoken._policy import (
+    DEFAULT_AUDIENCE,
+    DEFAULT_ISSUER,
     DEFAULT_LEASE,
     DEFAULT_LEEWAY,
     DEFAULT_MAX_LIFETIME,
+    DEFAULT_MAX_TOKEN_BYTES,
     DEFAULT_TTL,
+    MAX_CLAIM_LENGTH,
+    TokenPolicy,
     check_durations,
     ttl_problem,
 )
 from pausetoken._registry import load_checkpoints, load_signer, open_store
 from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
 from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
-from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy, verify_token
+from pausetoken._verify import verify_token
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     CheckpointNotFound,
@@ -149,10 +154,10 @@ class PauseTokens:
         checkpoints: CheckpointReader,
         ttl: timedelta = DEFAULT_TTL,
         leeway: timedelta = DEFAULT_LEEWAY,
-        issuer: str = "pausetoken",
-        audience: str = "pausetoken",
+        issuer: str = DEFAULT_ISSUER,
+        audience: str = DEFAULT_AUDIENCE,
         max_lifetime: timedelta = DEFAULT_MAX_LIFETIME,
-        max_token_bytes: int = 4096,
+        max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
         lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], float] = _system_clock,
     ) -> None:

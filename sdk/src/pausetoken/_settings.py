@@ -24,15 +24,24 @@ import cattrs
 
 from pausetoken._keys import KeyRing, read_keys_file
 from pausetoken._policy import (
+    DEFAULT_AUDIENCE,
+    DEFAULT_ISSUER,
     DEFAULT_LEASE,
     DEFAULT_LEEWAY,
     DEFAULT_MAX_LIFETIME,
+    DEFAULT_MAX_TOKEN_BYTES,
     DEFAULT_TTL,
+    TokenPolicy,
     check_durations,
+    lease_problem,
+    leeway_problem,
+    max_lifetime_problem,
+    text_problem,
+    token_bytes_problem,
+    validator,
 )
-from pausetoken._registry import redact_url
 from pausetoken._structure import make_converter
-from pausetoken._verify import MAX_CLAIM_LENGTH, TokenPolicy
+from pausetoken._urls import redact_url
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
 
 if TYPE_CHECKING:
@@ -52,10 +61,6 @@ UNKNOWN: Final = "settings_unknown"
 CONFLICT: Final = "settings_conflict"
 INVALID: Final = "settings_invalid"
 UNREADABLE: Final = "settings_file_unreadable"
-
-#: Smallest and largest accepted ``max_token_bytes``.
-MIN_TOKEN_BYTES: Final = 256
-MAX_TOKEN_BYTES: Final = 65536
 
 _KEYGEN_HINT: Final = (
     "create a key set with `pausetoken keygen > pausetoken-keys.json` and keep that file secret"
@@ -129,14 +134,6 @@ def _name(_instance: object, attribute: attrs.Attribute[Any], value: object) -> 
         raise _error(INVALID, msg)
 
 
-def _text(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_CLAIM_LENGTH:
-        msg = (
-            f"{attribute.name} must be a non-empty string of at most {MAX_CLAIM_LENGTH} characters"
-        )
-        raise _error(INVALID, msg)
-
-
 def _store_url(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, str) or not value.strip():
         msg = f"{attribute.name} must be a non-empty URL ({_STORE_HINT})"
@@ -152,26 +149,10 @@ def _keyring(_instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise _error(MISSING if value is None else INVALID, msg)
 
 
-def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _positive(name: str, value: object) -> str | None:
     if not isinstance(value, timedelta) or value <= timedelta(0):
-        msg = f"{attribute.name} must be a positive timedelta"
-        raise _error(INVALID, msg)
-
-
-def _not_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, timedelta) or value < timedelta(0):
-        msg = f"{attribute.name} must be a timedelta of zero or more"
-        raise _error(INVALID, msg)
-
-
-def _token_bytes(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or not MIN_TOKEN_BYTES <= value <= MAX_TOKEN_BYTES
-    ):
-        msg = f"{attribute.name} must be an integer from {MIN_TOKEN_BYTES} to {MAX_TOKEN_BYTES}"
-        raise _error(INVALID, msg)
+        return f"{name} must be a positive timedelta"
+    return None
 
 
 def _options(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -223,13 +204,23 @@ class Settings:
     signer_options: Mapping[str, Any] = attrs.field(factory=dict, converter=_options)
     store_options: Mapping[str, Any] = attrs.field(factory=dict, converter=_options)
     checkpoints: str = attrs.field(default="memory", validator=_name)
-    issuer: str = attrs.field(default="pausetoken", validator=_text)
-    audience: str = attrs.field(default="pausetoken", validator=_text)
-    ttl: timedelta = attrs.field(default=DEFAULT_TTL, validator=_positive)
-    leeway: timedelta = attrs.field(default=DEFAULT_LEEWAY, validator=_not_negative)
-    max_lifetime: timedelta = attrs.field(default=DEFAULT_MAX_LIFETIME, validator=_positive)
-    max_token_bytes: int = attrs.field(default=4096, validator=_token_bytes)
-    lease: timedelta = attrs.field(default=DEFAULT_LEASE, validator=_positive)
+    issuer: str = attrs.field(default=DEFAULT_ISSUER, validator=validator(text_problem, INVALID))
+    audience: str = attrs.field(
+        default=DEFAULT_AUDIENCE, validator=validator(text_problem, INVALID)
+    )
+    ttl: timedelta = attrs.field(default=DEFAULT_TTL, validator=validator(_positive, INVALID))
+    leeway: timedelta = attrs.field(
+        default=DEFAULT_LEEWAY, validator=validator(leeway_problem, INVALID)
+    )
+    max_lifetime: timedelta = attrs.field(
+        default=DEFAULT_MAX_LIFETIME, validator=validator(max_lifetime_problem, INVALID)
+    )
+    max_token_bytes: int = attrs.field(
+        default=DEFAULT_MAX_TOKEN_BYTES, validator=validator(token_bytes_problem, INVALID)
+    )
+    lease: timedelta = attrs.field(
+        default=DEFAULT_LEASE, validator=validator(lease_problem, INVALID)
+    )
 
     def __attrs_post_init__(self) -> None:
         check_durations(

@@ -8,28 +8,18 @@ here are the same for every signer.
 from __future__ import annotations
 
 import hmac
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-import attrs
-
 from pausetoken._claims import CLAIMS_VERSION, HASH_PATTERN, JTI_PATTERN, Claims
-from pausetoken._signers import (
-    DEFAULT_MAX_TOKEN_BYTES,
-    b64decode_segment,
-    parse_header,
-    parse_payload,
-    split_token,
-)
-from pausetoken.exceptions import ConfigurationError, InvalidToken, TokenExpired
+from pausetoken._compact import b64decode_segment, parse_header, parse_payload, split_token
+from pausetoken._policy import DEFAULT_MAX_TOKEN_BYTES, MAX_CLAIM_LENGTH, TokenPolicy
+from pausetoken.exceptions import InvalidToken, TokenExpired
 
 if TYPE_CHECKING:
     from pausetoken._signer_api import Signer
 
-__all__ = ["MAX_CLAIM_LENGTH", "TokenPolicy", "decode_unverified", "verify_token"]
+__all__ = ["decode_unverified", "verify_token"]
 
-#: Longest string accepted in any claim.
-MAX_CLAIM_LENGTH: Final = 512
 # Times are seconds since the epoch; anything beyond 2**53 is not an exact JSON number.
 _MAX_TIME: Final = 2**53 - 1
 
@@ -50,66 +40,8 @@ _REQUIRED: Final = frozenset((*_STRINGS, *_HASHES, *_TIMES, "session_id", "ver")
 # session_id may be empty (a run without a session); tool_call_id and sub are optional.
 _OPTIONAL_STRINGS: Final = ("tool_call_id", "sub", "ns")
 _KNOWN: Final = _REQUIRED | {*_OPTIONAL_STRINGS, "nbf"}
-_MIN_TOKEN_BYTES: Final = 256
-_MAX_TOKEN_BYTES: Final = 65536
 _JWS_SEGMENTS: Final = 3
 _JWE_SEGMENTS: Final = 5
-
-
-def _policy_error(msg: str) -> ConfigurationError:
-    return ConfigurationError(msg, code="policy_invalid")
-
-
-def _positive(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, timedelta) or value <= timedelta(0):
-        msg = f"{attribute.name} must be a positive timedelta"
-        raise _policy_error(msg)
-
-
-def _not_negative(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, timedelta) or value < timedelta(0):
-        msg = f"{attribute.name} must be a non-negative timedelta"
-        raise _policy_error(msg)
-
-
-def _bounded_text(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not 0 < len(value) <= MAX_CLAIM_LENGTH:
-        msg = f"{attribute.name} must be a string of 1 to {MAX_CLAIM_LENGTH} characters"
-        raise _policy_error(msg)
-
-
-def _token_size(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if type(value) is not int or not _MIN_TOKEN_BYTES <= value <= _MAX_TOKEN_BYTES:
-        msg = f"{attribute.name} must be an int from {_MIN_TOKEN_BYTES} to {_MAX_TOKEN_BYTES}"
-        raise _policy_error(msg)
-
-
-@attrs.frozen
-class TokenPolicy:
-    """What `verify_token()` accepts besides a valid signature.
-
-    Examples:
-        >>> from datetime import timedelta
-        >>> TokenPolicy(issuer="billing", leeway=timedelta(seconds=5)).audience
-        'pausetoken'
-
-    Attributes:
-        issuer: The required ``iss``.
-        audience: The required ``aud``.
-        leeway: Clock skew tolerated on ``exp``, ``nbf`` and ``iat``.
-        max_lifetime: Longest ``exp - iat`` accepted.
-        max_token_bytes: Tokens longer than this are refused before parsing.
-
-    Raises:
-        ConfigurationError: ``policy_invalid`` for an empty or overlong issuer or audience,
-            a non-positive lifetime, a negative leeway or a token size outside 256 to 65536.
-    """
-
-    issuer: str = attrs.field(default="pausetoken", validator=_bounded_text)
-    audience: str = attrs.field(default="pausetoken", validator=_bounded_text)
-    leeway: timedelta = attrs.field(default=timedelta(seconds=30), validator=_not_negative)
-    max_lifetime: timedelta = attrs.field(default=timedelta(days=7), validator=_positive)
-    max_token_bytes: int = attrs.field(default=DEFAULT_MAX_TOKEN_BYTES, validator=_token_size)
 
 
 def _invalid(claim: str, why: str) -> InvalidToken:
