@@ -127,8 +127,9 @@ def test_a_code_not_declared_on_the_class_is_refused(
 # Helpers that build an error from a code argument: (file, helper) -> (position, class built).
 _HELPERS = {
     ("_signers.py", "_fail"): (0, "InvalidToken"),
-    ("_signers.py", "_parse_json_text"): (1, "InvalidToken"),
-    ("_signers.py", "_utf8"): (1, "InvalidToken"),
+    ("_compact.py", "_fail"): (0, "InvalidToken"),
+    ("_compact.py", "_parse_json_text"): (1, "InvalidToken"),
+    ("_compact.py", "_utf8"): (1, "InvalidToken"),
     ("_settings.py", "_error"): (0, "ConfigurationError"),
     ("_keys.py", "_config_error"): (1, "ConfigurationError"),
 }

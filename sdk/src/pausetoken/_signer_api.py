@@ -18,10 +18,10 @@ class Signer(Protocol):
     """Signs claim sets and verifies tokens cryptographically.
 
     ``verify`` does every check up to and including the signature and the payload's JSON
-    shape (DESIGN order: shape, header, ``alg`` allow-list, header whitelist, ``typ``,
-    ``kid``, retirement, signature, payload JSON). Claim checks (required claims, time,
-    issuer, audience, ``jti`` format) are done by pausetoken itself after ``verify``, the
-    same way for every signer.
+    shape, in the Security page's verification order (shape, header, ``alg`` allow-list,
+    header whitelist, ``typ``, ``kid``, retirement, signature, payload JSON). Claim checks
+    (required claims, time, issuer, audience, ``jti`` format) are done by pausetoken itself
+    after ``verify``, the same way for every signer.
 
     A signer published under the ``pausetoken.signers`` entry-point group is a class (or
     factory) with ``api_version = 1`` and ``from_keys(keys, *, max_token_bytes, **options)``;

@@ -1,11 +1,12 @@
 """The built-in signers: signed (JWS) and sealed (JWE) compact tokens, verified strictly.
 
 joserfc provides the cryptography (its JWS algorithm objects and its AES-GCM content
-encryption); everything around it is done here, in the order DESIGN.md gives, cheapest and
-unauthenticated checks first: size, header length, shape, header JSON, ``alg`` allow-list,
-header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement, algorithm), signature or
-decryption, payload JSON. joserfc's own ``jwt.decode`` accepts duplicate members, any
-``kid`` with a single key, extra headers and a missing ``typ``; none of that passes here.
+encryption); everything around it is done here, in the verification order of the Security
+page, cheapest and unauthenticated checks first: size, header length, shape, header JSON,
+``alg`` allow-list, header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement,
+algorithm), signature or decryption, payload JSON. joserfc's own ``jwt.decode`` accepts
+duplicate members, any ``kid`` with a single key, extra headers and a missing ``typ``; none
+of that passes here.
 
 Header members are checked by name before their values are looked at, so a token that
 names ``alg: none``, no ``alg``, a wrapped key or a ``crit``/``jwk``/``x5c`` member gets the

@@ -1,8 +1,8 @@
 """Strict token verification: the signer's checks, then claims, time, issuer, audience, jti.
 
-`verify_token()` runs the whole DESIGN order for any [`Signer`][pausetoken.Signer]: the
-signer checks everything up to the signature and the payload's JSON shape; the claim checks
-here are the same for every signer.
+`verify_token()` runs the Security page's whole verification order for any
+[`Signer`][pausetoken.Signer]: the signer checks everything up to the signature and the
+payload's JSON shape; the claim checks here are the same for every signer.
 """
 
 from __future__ import annotations
