@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from pausetoken._reader_api import CHECKPOINTS_API_VERSION, PendingInterrupt
 from pausetoken.exceptions import (
     CheckpointLost,
     CheckpointNotFound,
     ConfigurationError,
     StaleToken,
 )
+from pausetoken.plugins import CHECKPOINTS_API_VERSION, PendingInterrupt
 from pausetoken_langgraph._ask import unwrap
 
 if TYPE_CHECKING:
