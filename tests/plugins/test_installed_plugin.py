@@ -91,7 +91,7 @@ def test_two_installed_distributions_claiming_one_name_are_refused() -> None:
 class TestInHousePluginConformance(StoreConformance):
     """A third-party store runs the kit by overriding one fixture (and stating why not two)."""
 
-    process_race_skip_reason = "the in-house store is a MemoryStore: local to each process"
+    process_race_skip_reason = "the in-house store keeps its rows in one process"
 
     @pytest.fixture
     async def store(self) -> AsyncIterator[TokenStore]:

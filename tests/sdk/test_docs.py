@@ -332,3 +332,9 @@ def test_security_stores_and_operations_agree_on_what_a_row_is_keyed_by() -> Non
             assert words[field] in sentence, (page, field)
         assert "never" in sentence
         assert "scope" in sentence
+
+
+def test_the_plugin_example_is_the_plugin_the_suite_installs_and_tests() -> None:
+    page = (DOCS / "plugins.md").read_text()
+    plugin = ROOT / "tests" / "plugins" / "pausetoken-inhouse" / "src" / "pausetoken_inhouse"
+    assert (plugin / "__init__.py").read_text() in page
