@@ -32,7 +32,6 @@ from pausetoken._policy import (
     check_durations,
     ttl_problem,
 )
-from pausetoken._registry import load_checkpoints, load_signer, open_store
 from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
 from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
 from pausetoken._verify import verify_token
@@ -204,6 +203,13 @@ class PauseTokens:
         Raises:
             ConfigurationError: for unknown or missing backends and bad options.
         """
+        # Only settings need the registry, and reading entry points is slow to import.
+        from pausetoken._registry import (  # noqa: PLC0415
+            load_checkpoints,
+            load_signer,
+            open_store,
+        )
+
         signer_options = {"max_token_bytes": settings.max_token_bytes, **settings.signer_options}
         signer = load_signer(settings.signer).from_keys(settings.keys, **signer_options)
         store = open_store(settings.store_url, **dict(settings.store_options))
