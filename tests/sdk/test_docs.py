@@ -7,6 +7,7 @@ import importlib.util
 import inspect
 import json
 import re
+import tomllib
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,9 +80,52 @@ def test_every_cli_command_has_a_section() -> None:
         assert f"\n## {command.name}\n" in page
 
 
-def test_the_changelog_page_includes_the_root_changelog() -> None:
-    assert (ROOT / "CHANGELOG.md").is_file()
-    assert '--8<-- "CHANGELOG.md"' in (DOCS / "changelog.md").read_text()
+# -- one changelog per distribution, all three on the Changelog page -------------------------
+
+# The part of a distribution's CHANGELOG.md that the docs page includes (snippet sections).
+_CHANGES = re.compile(
+    r"^<!-- --8<-- \[start:changes\] -->\n(.*?)^<!-- --8<-- \[end:changes\] -->$",
+    flags=re.DOTALL | re.MULTILINE,
+)
+_HEADING = re.compile(r"^(#+) (.+)$", flags=re.MULTILINE)
+
+
+def _distributions() -> dict[str, Path]:
+    """Each workspace member's distribution name and its directory, relative to the root."""
+    members = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["workspace"]
+    found: dict[str, Path] = {}
+    for pattern in members["members"]:
+        for directory in sorted(ROOT.glob(pattern)):
+            project = tomllib.loads((directory / "pyproject.toml").read_text())["project"]
+            found[project["name"]] = directory.relative_to(ROOT)
+    return found
+
+
+DISTRIBUTIONS = _distributions()
+
+
+def test_the_workspace_has_the_three_distributions() -> None:
+    expected = {"pausetoken", "pausetoken-sqlalchemy", "pausetoken-langgraph"}
+    assert expected <= DISTRIBUTIONS.keys()
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_each_distribution_has_a_changelog_on_the_changelog_page(distribution: str) -> None:
+    path = (DISTRIBUTIONS[distribution] / "CHANGELOG.md").as_posix()
+    changes = _CHANGES.search((ROOT / path).read_text())
+    assert changes is not None, f"{path} marks no changes section"
+    headings = _HEADING.findall(changes.group(1))
+    # The section nests under the page's h1: the distribution is an h2, all else below it.
+    assert headings[0] == ("##", distribution)
+    assert all(len(level) > len("##") for level, _ in headings[1:])
+    assert ("###", "Unreleased") in headings
+    assert f'--8<-- "{path}:changes"' in (DOCS / "changelog.md").read_text()
+
+
+def test_the_root_changelog_points_at_each_distribution() -> None:
+    index = (ROOT / "CHANGELOG.md").read_text()
+    for directory in DISTRIBUTIONS.values():
+        assert f"({(directory / 'CHANGELOG.md').as_posix()})" in index
 
 
 def test_the_front_page_example_runs() -> None:
