@@ -151,11 +151,13 @@ def run_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     from pausetoken import MemoryStoreWarning
 
     flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    # dont_inherit: a block runs as pasted, not under this module's `from __future__` imports
+    # (postponed annotations would hide a name a class annotation needs at run time).
     filename = block.id
     # Pad so that tracebacks show the line numbers of the page.
     source = "\n" * block.line + block.code
     if block.not_run is not None:
-        compile(source, filename, "exec", flags=flags)
+        compile(source, filename, "exec", flags=flags, dont_inherit=True)
         return
     monkeypatch.chdir(tmp_path)
     for name in [name for name in os.environ if name.startswith("PAUSETOKEN_")]:
@@ -171,11 +173,11 @@ def run_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         warnings.simplefilter("ignore", ResourceWarning)
         prelude = PRELUDES.get(block.page)
         if prelude is not None:
-            exec(compile(prelude, f"{block.page} (prelude)", "exec"), namespace)  # noqa: S102
+            exec(compile(prelude, f"{block.page} (prelude)", "exec", dont_inherit=True), namespace)  # noqa: S102
         if block.code.lstrip().startswith(">>>"):
             _run_console(block, namespace)
             return
-        code = compile(source, filename, "exec", flags=flags)
+        code = compile(source, filename, "exec", flags=flags, dont_inherit=True)
         result = eval(code, namespace)  # noqa: S307 - the documentation's own code
         if asyncio.iscoroutine(result):
             asyncio.run(result)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import warnings
 from datetime import timedelta
-from typing import Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
@@ -21,6 +22,7 @@ from pausetoken import (
     PendingInterrupt,
     Scope,
     TokenStatus,
+    make_converter,
 )
 from pausetoken.exceptions import (
     AlreadyRedeemed,
@@ -42,6 +44,9 @@ from pausetoken.exceptions import (
     UnsupportedPayload,
 )
 from pausetoken.plugins import PauseState
+
+if TYPE_CHECKING:
+    import cattrs
 
 ACME = Scope("acme", namespace="billing")
 GLOBEX = Scope("globex", namespace="billing")
@@ -637,3 +642,64 @@ async def test_mint_refuses_an_interrupt_other_than_the_one_registered_under_its
     impostor = Interrupt("refund", payload=dict, response=dict)
     with pytest.raises(UnknownInterrupt):
         await tokens.mint(impostor, {}, scope=ACME, thread_id="t", run_id="r")
+
+
+# -- structuring through the interrupt ---------------------------------------------------
+
+
+@attrs.frozen
+class PricedRefund:
+    order_id: str
+    amount: Decimal
+
+
+@attrs.frozen
+class Counteroffer:
+    amount: Decimal
+
+
+def read_amount(value: object, _type: object) -> Decimal:
+    if not isinstance(value, str):
+        msg = "an amount is a decimal string"
+        raise TypeError(msg)
+    return Decimal(value)
+
+
+def amounts() -> cattrs.Converter:
+    converter = make_converter()
+    converter.register_structure_hook(Decimal, read_amount)
+    converter.register_unstructure_hook(Decimal, str)
+    return converter
+
+
+PRICED = Interrupt("priced", payload=PricedRefund, response=Counteroffer, converter=amounts())
+
+
+async def test_the_interrupts_converter_reads_and_writes_its_payload_and_answer(
+    tokens: PauseTokens,
+) -> None:
+    tokens.register(PRICED)
+    event = await tokens.mint(
+        PRICED, {"order_id": "o-1", "amount": "19.99"}, scope=ACME, thread_id="t", run_id="r"
+    )
+    assert event.payload == PricedRefund("o-1", Decimal("19.99"))
+    with pytest.raises(InvalidResponse) as caught:
+        await tokens.consume(event.token, {"amount": 12.5}, scope=ACME)
+    assert caught.value.field == "$.amount"
+    assert "12.5" not in caught.value.detail
+    done = await tokens.consume(event.token, {"amount": "12.50"}, scope=ACME)
+    assert done.response == Counteroffer(Decimal("12.50"))
+    assert done.payload == PricedRefund("o-1", Decimal("19.99"))
+
+
+def test_an_interrupt_without_a_converter_uses_the_shared_strict_one() -> None:
+    assert REFUND.converter is Interrupt("other", payload=dict, response=bool).converter
+    assert PRICED.converter is not REFUND.converter
+
+
+def test_registering_a_type_only_a_hook_can_read_names_the_converter_argument(
+    tokens: PauseTokens,
+) -> None:
+    with pytest.raises(ConfigurationError, match="converter=") as caught:
+        tokens.register(Interrupt("priced", payload=PricedRefund, response=Counteroffer))
+    assert caught.value.code == "interrupt_type_unsupported"

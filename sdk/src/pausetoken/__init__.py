@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pausetoken._signer_api import Signer
     from pausetoken._signers import JoseSigner, SealedSigner
     from pausetoken._store_api import TokenStore
+    from pausetoken._structure import make_converter
     from pausetoken._urls import redact_url
     from pausetoken._verify import decode_unverified, verify_token
 
@@ -68,6 +69,7 @@ _HOMES: Final = {
     "decode_unverified": "pausetoken._verify",
     "hash_payload": "pausetoken._hashing",
     "hash_scope": "pausetoken._hashing",
+    "make_converter": "pausetoken._structure",
     "open_store": "pausetoken._registry",
     "redact_url": "pausetoken._urls",
     "register_store": "pausetoken._registry",
@@ -103,6 +105,7 @@ __all__ = [
     "decode_unverified",
     "hash_payload",
     "hash_scope",
+    "make_converter",
     "open_store",
     "redact_url",
     "register_store",

@@ -7,8 +7,15 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
+from pausetoken._hashing import to_json_value
+from pausetoken._structure import default_converter, structure_payload, structure_response
+
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import cattrs
+
+    from pausetoken._hashing import JSONValue
 
 __all__ = ["Interrupt"]
 
@@ -31,6 +38,15 @@ def _valid_name(_instance: object, _attribute: attrs.Attribute[Any], value: str)
 class Interrupt(Generic[P, R]):
     """A registered kind of pause: its name, payload type and response type.
 
+    The interrupt is the handle for its types: pass it (not its name) to
+    [`mint()`][pausetoken.PauseTokens.mint], to ``redeem(..., expect=...)`` and to
+    LangGraph's ``ask()``, and type checkers know the payload and the answer.
+
+    It also owns the converter its payload and answer are read and written with, so the
+    service and ``ask()`` inside a LangGraph node structure an answer the same way. To read
+    a type the strict converter does not know, register a hook on a converter of your own
+    and pass it (the second example).
+
     Args:
         name: The name a token carries and a runtime asks with (``"approval"``).
         payload: The type of what is shown to the person (attrs class, dataclass,
@@ -38,9 +54,12 @@ class Interrupt(Generic[P, R]):
         response: The type of the answer.
         validate: Optional ``validate(response, payload)``; raise
             [`InvalidResponse`][pausetoken.exceptions.InvalidResponse] (or ``ValueError``) to
-            refuse an
-            answer before anything is claimed.
+            refuse an answer before anything is claimed.
         cross_scope: Allow answers from another scope than the one the token was minted in.
+        converter: The cattrs converter for the payload and the answer, built with
+            [`make_converter()`][pausetoken.make_converter] and given extra hooks. By default
+            (``None``) the shared strict converter, which should not be given hooks: it
+            serves every interrupt built without one.
 
     Examples:
         >>> import attrs
@@ -52,6 +71,13 @@ class Interrupt(Generic[P, R]):
         ...     approved: bool
         >>> Interrupt("refund", payload=Refund, response=Decision).name
         'refund'
+        >>> from decimal import Decimal
+        >>> from pausetoken import make_converter
+        >>> prices = make_converter()
+        >>> prices.register_structure_hook(Decimal, lambda value, _: Decimal(value))
+        >>> PRICE = Interrupt("price", payload=dict, response=Decimal, converter=prices)
+        >>> PRICE.structure_response("12.50")
+        Decimal('12.50')
     """
 
     name: str = attrs.field(validator=_valid_name)
@@ -59,3 +85,39 @@ class Interrupt(Generic[P, R]):
     response: type[R] = attrs.field(kw_only=True)
     validate: Callable[[R, P], object] | None = attrs.field(default=None, kw_only=True)
     cross_scope: bool = attrs.field(default=False, kw_only=True)
+    _converter: cattrs.Converter | None = attrs.field(
+        default=None, kw_only=True, alias="converter", repr=False
+    )
+
+    @property
+    def converter(self) -> cattrs.Converter:
+        """The converter this interrupt's payload and answer are read and written with."""
+        return default_converter if self._converter is None else self._converter
+
+    def structure_payload(self, value: Any) -> P:
+        """Read a payload into the payload type (instances are checked the same way).
+
+        Raises:
+            UnsupportedPayload: it does not fit (code ``invalid_payload``, naming the field).
+        """
+        typed: P = structure_payload(value, self.payload, converter=self.converter, name=self.name)
+        return typed
+
+    def structure_response(self, value: Any) -> R:
+        """Read an answer into the response type (instances are checked the same way).
+
+        Raises:
+            InvalidResponse: it does not fit; ``field`` names the offending field.
+        """
+        typed: R = structure_response(
+            value, self.response, converter=self.converter, name=self.name
+        )
+        return typed
+
+    def to_json(self, value: Any) -> JSONValue:
+        """A payload or answer as plain JSON values, written with this interrupt's converter.
+
+        Raises:
+            UnsupportedPayload: the value cannot be represented exactly as JSON.
+        """
+        return to_json_value(value, converter=self.converter)

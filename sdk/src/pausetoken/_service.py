@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import enum
 import hmac
 import logging
@@ -17,7 +16,7 @@ import attrs
 from cattrs.errors import StructureHandlerNotFoundError
 
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, fingerprint, new_jti
-from pausetoken._hashing import hash_payload, hash_scope, to_json_value
+from pausetoken._hashing import hash_payload, hash_scope
 from pausetoken._lease import Lease
 from pausetoken._policy import (
     DEFAULT_AUDIENCE,
@@ -33,7 +32,6 @@ from pausetoken._policy import (
     ttl_problem,
 )
 from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
-from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
 from pausetoken._verify import verify_token
 from pausetoken.exceptions import (
     AlreadyRedeemed,
@@ -175,7 +173,6 @@ class PauseTokens:
         self.ttl = ttl
         self.lease = lease
         self.clock = clock
-        self.converter = make_converter()
         self._interrupts: dict[str, Interrupt[Any, Any]] = {}
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._store_checked = False
@@ -284,11 +281,12 @@ class PauseTokens:
             raise ConfigurationError(msg, code="duplicate_interrupt")
         for role, kind in (("payload", interrupt.payload), ("response", interrupt.response)):
             try:
-                self.converter.get_structure_hook(kind)
+                interrupt.converter.get_structure_hook(kind)
             except StructureHandlerNotFoundError as exc:
                 msg = (
                     f"the {role} type of {interrupt.name!r} has a field type pausetoken cannot "
-                    "read from JSON; register a structure hook on tokens.converter first"
+                    "read from JSON; register a structure hook on a converter from "
+                    "make_converter() and pass it as Interrupt(..., converter=...)"
                 )
                 raise ConfigurationError(msg, code="interrupt_type_unsupported") from exc
         self._interrupts[interrupt.name] = interrupt
@@ -385,15 +383,15 @@ class PauseTokens:
         )
         registered = self._registered(interrupt)
         name = registered.name
-        typed = self._structure_payload(registered, payload)
-        value = to_json_value(typed, converter=self.converter)
+        typed = registered.structure_payload(payload)
+        value = registered.to_json(typed)
         pending = await self.checkpoints.bind(
             thread_id=thread_id,
             payload=value,
             interrupt_id=interrupt_id,
             checkpoint_id=checkpoint_id,
         )
-        request_hash = hash_payload(value, converter=self.converter)
+        request_hash = hash_payload(value)
         if pending.value is not value and not hmac.compare_digest(
             request_hash, hash_payload(pending.value)
         ):
@@ -660,9 +658,9 @@ class PauseTokens:
             raise PrincipalMismatch
         if interrupt is None:
             raise UnknownInterrupt
-        typed_response = self._structure_response(interrupt, response)
+        typed_response = interrupt.structure_response(response)
         try:
-            response_hash = hash_payload(typed_response, converter=self.converter)
+            response_hash = hash_payload(interrupt.to_json(typed_response))
         except UnsupportedPayload as exc:
             msg = "the response cannot be represented exactly as JSON"
             raise InvalidResponse(msg) from exc
@@ -679,7 +677,7 @@ class PauseTokens:
             return _Checked(claims, interrupt, None, typed_response, response_hash, now, exc)
         if not hmac.compare_digest(hash_payload(pending.value), claims.request_hash):
             raise PayloadMismatch
-        payload = self._structure_payload(interrupt, pending.value)
+        payload = interrupt.structure_payload(pending.value)
         self._validate(interrupt, typed_response, payload)
         return _Checked(claims, interrupt, payload, typed_response, response_hash, now)
 
@@ -753,33 +751,7 @@ class PauseTokens:
             msg = f"the token store failed: {type(exc).__name__}"
             raise StoreUnavailable(msg) from exc
 
-    # -- structuring ----------------------------------------------------------------------
-
-    def _structure_payload(self, interrupt: Interrupt[Any, Any], payload: Any) -> Any:
-        try:
-            return self._structure(payload, interrupt.payload)
-        except STRUCTURE_ERRORS as exc:
-            problem, path = describe_error(exc, interrupt.payload)
-            msg = (
-                f"payload does not fit the registered type of {interrupt.name!r}: "
-                f"{problem} at {path}"
-            )
-            raise UnsupportedPayload(msg, code="invalid_payload") from exc
-
-    def _structure_response(self, interrupt: Interrupt[Any, Any], response: Any) -> Any:
-        try:
-            return self._structure(response, interrupt.response)
-        except STRUCTURE_ERRORS as exc:
-            problem, path = describe_error(exc, interrupt.response)
-            msg = f"response does not fit the registered type: {problem} at {path}"
-            raise InvalidResponse(msg, field=path) from exc
-
-    def _structure(self, value: Any, kind: Any) -> Any:
-        is_record = isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
-        if is_record and isinstance(value, kind):
-            # Round-trip instances so the same validation applies as to raw data.
-            value = self.converter.unstructure(value)
-        return self.converter.structure(value, kind)
+    # -- validating -----------------------------------------------------------------------
 
     def _validate(self, interrupt: Interrupt[Any, Any], response: Any, payload: Any) -> None:
         if interrupt.validate is None:

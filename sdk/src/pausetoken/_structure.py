@@ -1,25 +1,39 @@
-"""The cattrs converter pausetoken uses for payloads, responses, claims and settings.
+"""The cattrs converters pausetoken uses for payloads, responses, claims and settings.
 
-One converter per process would be global state; instead `make_converter()` builds one
-and each [`PauseTokens`][pausetoken.PauseTokens] service keeps its own. `default_converter`
-serves the module-level helpers (hashing, the CLI) that have no service at hand.
+`make_converter()` builds the strict converter. An [`Interrupt`][pausetoken.Interrupt] owns
+the converter its payload and response are read and written with (``converter=``), so the
+service and LangGraph's ``ask()`` in a node structure an answer the same way; an interrupt
+given none uses `default_converter`, which also serves the module-level helpers (hashing,
+the CLI). `structure_payload()` and `structure_response()` are the one place where a value
+that does not fit its type becomes a typed error naming the field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import typing
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import cattrs
 from cattrs.errors import AttributeValidationNote, ForbiddenExtraKeysError, IterableValidationNote
 from cattrs.preconf.json import make_converter as _make_json_converter
 
+from pausetoken.exceptions import InvalidResponse, UnsupportedPayload
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Mismatch", "default_converter", "describe_error", "make_converter"]
+__all__ = [
+    "Mismatch",
+    "default_converter",
+    "describe_error",
+    "make_converter",
+    "structure_payload",
+    "structure_response",
+]
 
 # What structuring user data into a registered type raises when the data does not fit
 # (a scalar where a mapping belongs surfaces as AttributeError or TypeError from cattrs'
@@ -119,6 +133,62 @@ def make_converter() -> cattrs.Converter:
         _is_pydantic_model, lambda obj: obj.model_dump(mode="json")
     )
     return converter
+
+
+def _structure(value: Any, kind: Any, converter: cattrs.Converter) -> Any:
+    is_record = isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
+    if is_record and isinstance(value, kind):
+        # Round-trip instances so the same validation applies as to raw data.
+        value = converter.unstructure(value)
+    return converter.structure(value, kind)
+
+
+def structure_payload(value: Any, kind: Any, *, converter: cattrs.Converter, name: str) -> Any:
+    """Structure a payload into its interrupt's payload type.
+
+    Args:
+        value: An instance of ``kind`` or data that structures into it.
+        kind: The registered payload type.
+        converter: The interrupt's converter.
+        name: The interrupt's name, for the message.
+
+    Returns:
+        The payload as an instance of ``kind``.
+
+    Raises:
+        UnsupportedPayload: the value does not fit (code ``invalid_payload``); the message
+            names the field, never the value.
+    """
+    try:
+        return _structure(value, kind, converter)
+    except STRUCTURE_ERRORS as exc:
+        problem, path = describe_error(exc, kind)
+        msg = f"payload does not fit the registered type of {name!r}: {problem} at {path}"
+        raise UnsupportedPayload(msg, code="invalid_payload") from exc
+
+
+def structure_response(value: Any, kind: Any, *, converter: cattrs.Converter, name: str) -> Any:
+    """Structure an answer into its interrupt's response type.
+
+    Args:
+        value: An instance of ``kind`` or data that structures into it.
+        kind: The registered response type.
+        converter: The interrupt's converter.
+        name: The interrupt's name, for the message.
+
+    Returns:
+        The answer as an instance of ``kind``.
+
+    Raises:
+        InvalidResponse: the value does not fit; ``field`` is the path of the offending
+            field (``$.amount_cents``), and the message never quotes the value.
+    """
+    try:
+        return _structure(value, kind, converter)
+    except STRUCTURE_ERRORS as exc:
+        problem, path = describe_error(exc, kind)
+        msg = f"the answer to {name!r} does not fit its response type: {problem} at {path}"
+        raise InvalidResponse(msg, field=path) from exc
 
 
 def describe_error(exc: BaseException, kind: Any) -> tuple[str, str]:

@@ -14,7 +14,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from langgraph_support import ACME, Decision, Refund, State, thread
 
-from pausetoken import Interrupt, JoseSigner, KeyRing, PauseTokens, Scope, TokenStatus, hash_payload
+from pausetoken import (
+    Interrupt,
+    JoseSigner,
+    KeyRing,
+    PauseTokens,
+    Scope,
+    TokenStatus,
+    hash_payload,
+    make_converter,
+)
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     ConfigurationError,
@@ -29,6 +38,7 @@ from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import cattrs
     from langgraph_support import Clock, Effects, Graphs
 
     from pausetoken import TokenStore
@@ -473,14 +483,25 @@ class Counteroffer:
     amount: Money
 
 
-@pytest.mark.xfail(reason="ask() structures with a converter of its own", strict=True)
+def money_converter() -> cattrs.Converter:
+    converter = make_converter()
+    converter.register_structure_hook(Money, Money.parse)
+    converter.register_unstructure_hook(Money, str)
+    return converter
+
+
+COUNTEROFFER = Interrupt(
+    "counteroffer", payload=dict, response=Counteroffer, converter=money_converter()
+)
+
+
 async def test_a_hook_the_service_structures_with_is_the_one_ask_uses_in_the_node(
     store: TokenStore, clock: Clock
 ) -> None:
     offered: list[Money] = []
 
     def node(state: State) -> dict[str, Any]:
-        offered.append(ask("counteroffer", {"order_id": "o-1"}, response=Counteroffer).amount)
+        offered.append(ask(COUNTEROFFER, {"order_id": "o-1"}).amount)
         return {"log": ["countered"]}
 
     builder = StateGraph(State)
@@ -494,9 +515,7 @@ async def test_a_hook_the_service_structures_with_is_the_one_ask_uses_in_the_nod
         checkpoints=LangGraphCheckpoints(graph),
         clock=clock,
     )
-    tokens.converter.register_structure_hook(Money, Money.parse)
-    tokens.converter.register_unstructure_hook(Money, str)
-    tokens.register(Interrupt("counteroffer", payload=dict, response=Counteroffer))
+    tokens.register(COUNTEROFFER)
     config = thread()
     await graph.ainvoke({"log": []}, config)
     [event] = await mint_pending(tokens, graph, config, scope=ACME)

@@ -9,8 +9,6 @@ from langgraph.types import interrupt as langgraph_interrupt
 
 from pausetoken import Interrupt
 from pausetoken._hashing import to_json_value
-from pausetoken._structure import STRUCTURE_ERRORS, describe_error, make_converter
-from pausetoken.exceptions import InvalidResponse
 
 __all__ = ["ENVELOPE_VERSION", "ask", "envelope", "unwrap"]
 
@@ -19,10 +17,6 @@ ENVELOPE_VERSION: Final = 1
 _KEYS: Final = frozenset({"pausetoken", "name", "payload"})
 
 R = TypeVar("R")
-
-# Structuring an answer has no service at hand inside a node; a converter of its own keeps
-# the same strict rules ("no" is not a bool) without sharing state between services.
-_converter = make_converter()
 
 
 def envelope(name: str, payload: Any) -> dict[str, Any]:
@@ -38,7 +32,11 @@ def envelope(name: str, payload: Any) -> dict[str, Any]:
     Raises:
         UnsupportedPayload: the payload cannot be represented exactly as JSON.
     """
-    return {"pausetoken": ENVELOPE_VERSION, "name": name, "payload": to_json_value(payload)}
+    return _wrapped(name, to_json_value(payload))
+
+
+def _wrapped(name: str, payload: Any) -> dict[str, Any]:
+    return {"pausetoken": ENVELOPE_VERSION, "name": name, "payload": payload}
 
 
 def unwrap(value: Any) -> tuple[str | None, Any]:
@@ -87,14 +85,19 @@ def ask(
     The payload is stored by LangGraph inside an envelope (see `envelope()`); the
     token minted for the pause binds the hash of the payload as LangGraph stored it.
 
+    Given the registered [`Interrupt`][pausetoken.Interrupt], the payload is written and the
+    answer read with the interrupt's converter: the one the service reads the answer with
+    when it is redeemed, so a hook registered on it is seen on both sides.
+
     Args:
-        interrupt: The registered [`Interrupt`][pausetoken.Interrupt] (its name and response
-            type are used, so they are written once), or its name.
+        interrupt: The registered [`Interrupt`][pausetoken.Interrupt] (its name, response
+            type and converter are used, so they are written once), or its name.
         payload: What is shown to the person: plain JSON data, or an attrs class, dataclass
             or pydantic model (stored as plain JSON).
-        response: With a name: the type to structure the answer into; without it the
-            answer is returned as the plain JSON that [`resume()`][pausetoken_langgraph.resume]
-            sent. With an ``Interrupt``: leave it out (its ``response`` type is used).
+        response: With a name: the type to structure the answer into (with the shared
+            strict converter); without it the answer is returned as the plain JSON that
+            [`resume()`][pausetoken_langgraph.resume] sent. With an ``Interrupt``: leave it
+            out (its ``response`` type is used).
 
     Returns:
         The answer, typed as the interrupt's response type.
@@ -103,6 +106,7 @@ def ask(
         UnsupportedPayload: the payload cannot be represented exactly as JSON.
         InvalidResponse: the answer does not fit the response type.
         TypeError: both an ``Interrupt`` and ``response`` were given.
+        ValueError: a name with ``response`` that no interrupt could be registered under.
 
     Examples:
         >>> REFUND = Interrupt("refund", payload=Refund, response=Decision)  # doctest: +SKIP
@@ -114,15 +118,11 @@ def ask(
         if response is not None:
             msg = "ask() takes the response type from the Interrupt; do not pass response="
             raise TypeError(msg)
-        name, response = interrupt.name, interrupt.response
+        asked: Interrupt[Any, Any] = interrupt
+    elif response is None:
+        return langgraph_interrupt(envelope(interrupt, payload))
     else:
-        name = interrupt
-    answer = langgraph_interrupt(envelope(name, payload))
-    if response is None:
-        return answer
-    try:
-        return _converter.structure(answer, response)
-    except STRUCTURE_ERRORS as exc:
-        problem, path = describe_error(exc, response)
-        msg = f"the answer to {name!r} does not fit its type: {problem} at {path}"
-        raise InvalidResponse(msg, field=path) from exc
+        # A name and a response type stand for an interrupt of that name (payload untyped).
+        asked = Interrupt(interrupt, payload=object, response=response)
+    answer = langgraph_interrupt(_wrapped(asked.name, asked.to_json(payload)))
+    return asked.structure_response(answer)

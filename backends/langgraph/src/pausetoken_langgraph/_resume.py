@@ -10,7 +10,6 @@ import attrs
 from langgraph.types import Command
 
 from pausetoken._claims import fingerprint
-from pausetoken._hashing import to_json_value
 from pausetoken.exceptions import (
     ConfigurationError,
     StaleToken,
@@ -277,7 +276,8 @@ async def resume(
             head = await reader.head(claims.thread_id)
             now_waiting = pending_interrupts(head.pending_writes).values()
             return Resumed(None, replayed=True, interrupts=_pauses(now_waiting, with_payload=False))
-        answer = to_json_value(redemption.response, converter=tokens.converter)
+        # Written with the interrupt's converter: the one ask() reads it back with.
+        answer = tokens.interrupt(claims.name).to_json(redemption.response)
         command: Command[Any] = Command(resume={claims.interrupt_id: answer})
         lease = redemption.lease
         assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
