@@ -38,17 +38,20 @@ class Decision:
     note: str = ""
 
 
+REFUND = Interrupt("refund", payload=Refund, response=Decision)
+
+
 async def main() -> None:
     # One process only: the memory store is for examples and tests (a service sets
     # PAUSETOKEN_STORE_URL to a shared store, such as sqlite+aiosqlite:///pausetoken.db).
     warnings.simplefilter("ignore", MemoryStoreWarning)
     settings = Settings.from_mapping({"store_url": "memory://", "keys_file": KEYS_FILE})
     async with PauseTokens.from_settings(settings) as tokens:
-        tokens.register(Interrupt("refund", payload=Refund, response=Decision))
+        tokens.register(REFUND)
         acme = Scope("acme")
 
         event = await tokens.mint(
-            "refund", Refund("order-42", 1999), scope=acme, thread_id="thread-1", run_id="run-1"
+            REFUND, Refund("order-42", 1999), scope=acme, thread_id="thread-1", run_id="run-1"
         )
         print("minted:   ", event)
         print("claims:   ", tokens.verify(event.token))
@@ -69,7 +72,8 @@ async def main() -> None:
         else:
             sys.exit("foreign: accepted")
 
-        done = await tokens.consume(event.token, {"approved": True, "note": "ok"}, scope=acme)
+        answer = {"approved": True, "note": "ok"}
+        done = await tokens.consume(event.token, answer, scope=acme, expect=REFUND)
         print("redeemed: ", done)
 
         try:

@@ -65,14 +65,16 @@ class Refund:
 class Decision:
     approved: bool
 
+REFUND = Interrupt("refund", payload=Refund, response=Decision)
+
 async def resume_the_run(response: Decision) -> None:
     await asyncio.sleep(0)
 
 async def _paused():
     tokens = PauseTokens.from_settings(Settings(store_url="memory://", keys=KeyRing.generate()))
-    tokens.register(Interrupt("refund", payload=Refund, response=Decision))
+    tokens.register(REFUND)
     scope = Scope("acme")
-    event = await tokens.mint("refund", Refund("order-1"), scope=scope, thread_id="t", run_id="r")
+    event = await tokens.mint(REFUND, Refund("order-1"), scope=scope, thread_id="t", run_id="r")
     return tokens, scope, event.token
 
 tokens, scope, token = asyncio.run(_paused())

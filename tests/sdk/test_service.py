@@ -703,3 +703,56 @@ def test_registering_a_type_only_a_hook_can_read_names_the_converter_argument(
     with pytest.raises(ConfigurationError, match="converter=") as caught:
         tokens.register(Interrupt("priced", payload=PricedRefund, response=Counteroffer))
     assert caught.value.code == "interrupt_type_unsupported"
+
+
+# -- typed handles: expect= ----------------------------------------------------------------
+
+
+ESCALATE = Interrupt("escalate", payload=dict, response=bool)
+
+
+async def test_redeem_with_the_expected_interrupt_gives_its_typed_redemption(
+    tokens: PauseTokens,
+) -> None:
+    token = await mint(tokens)
+    async with tokens.redeem(token, {"approved": True}, scope=ACME, expect=REFUND) as done:
+        assert done.payload == Refund("o-1", 500)
+        assert done.response == Decision(approved=True)
+    again = await tokens.consume(token, {"approved": True}, scope=ACME, expect=REFUND)
+    assert again.replayed is True
+
+
+async def test_a_token_for_another_interrupt_than_the_expected_one_is_refused_unclaimed(
+    tokens: PauseTokens,
+) -> None:
+    tokens.register(ESCALATE)
+    token = await mint(tokens)
+    with pytest.raises(UnknownInterrupt) as caught:
+        async with tokens.redeem(token, {"approved": True}, scope=ACME, expect=ESCALATE):
+            pytest.fail("the body must not run")
+    assert caught.value.code == "interrupt_mismatch"
+    assert caught.value.http_status == 400
+    with pytest.raises(UnknownInterrupt) as caught:
+        await tokens.consume(token, {"approved": True}, scope=ACME, expect=ESCALATE)
+    assert caught.value.code == "interrupt_mismatch"
+    assert await tokens.status(token, scope=ACME) is TokenStatus.ACTIVE
+    done = await tokens.consume(token, {"approved": True}, scope=ACME, expect=REFUND)
+    assert done.replayed is False
+
+
+async def test_the_expected_interrupt_must_be_the_registered_one(tokens: PauseTokens) -> None:
+    token = await mint(tokens)
+    impostor = Interrupt("refund", payload=dict, response=dict)
+    with pytest.raises(UnknownInterrupt) as caught:
+        await tokens.consume(token, {"approved": True}, scope=ACME, expect=impostor)
+    assert caught.value.code == "unknown_interrupt"
+    with pytest.raises(UnknownInterrupt):
+        await tokens.consume(token, {"approved": True}, scope=ACME, expect=ESCALATE)
+    assert await tokens.status(token, scope=ACME) is TokenStatus.ACTIVE
+
+
+async def test_the_expected_interrupt_is_checked_after_the_scope(tokens: PauseTokens) -> None:
+    tokens.register(ESCALATE)
+    token = await mint(tokens)
+    with pytest.raises(ScopeMismatch):
+        await tokens.consume(token, {"approved": True}, scope=GLOBEX, expect=ESCALATE)

@@ -10,7 +10,7 @@ import secrets
 import time
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
 import attrs
 from cattrs.errors import StructureHandlerNotFoundError
@@ -57,6 +57,7 @@ from pausetoken.exceptions import (
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
+    from contextlib import AbstractAsyncContextManager
 
     from pausetoken._interrupt import Interrupt
     from pausetoken._reader_api import CheckpointReader
@@ -69,6 +70,8 @@ __all__ = ["PauseTokens", "TokenStatus"]
 logger = logging.getLogger("pausetoken.service")
 
 _T = TypeVar("_T")
+_P = TypeVar("_P")
+_R = TypeVar("_R")
 
 # Ids a token may go without (made up by the reader, or absent claims).
 _OPTIONAL_IDS = frozenset({"interrupt_id", "checkpoint_id", "tool_call_id", "principal"})
@@ -264,11 +267,13 @@ class PauseTokens:
 
     # -- registration ---------------------------------------------------------------------
 
-    def register(self, interrupt: Interrupt[Any, Any]) -> Interrupt[Any, Any]:
+    def register(self, interrupt: Interrupt[_P, _R]) -> Interrupt[_P, _R]:
         """Register a kind of pause so tokens can be minted and redeemed for it.
 
         Returns:
-            The interrupt, so registration can stand in an assignment.
+            The interrupt, so registration can stand in an assignment
+            (``REFUND = tokens.register(Interrupt(...))``): the typed handle to mint with
+            and to redeem with ``expect=``.
 
         Raises:
             ConfigurationError: another interrupt is registered under the same name
@@ -315,6 +320,40 @@ class PauseTokens:
 
     # -- minting --------------------------------------------------------------------------
 
+    @overload
+    async def mint(
+        self,
+        interrupt: Interrupt[_P, Any],
+        payload: Any,
+        *,
+        scope: Scope,
+        thread_id: str,
+        run_id: str,
+        session_id: str = "",
+        interrupt_id: str | None = None,
+        checkpoint_id: str | None = None,
+        tool_call_id: str | None = None,
+        ttl: timedelta | None = None,
+        principal: str | None = None,
+    ) -> InterruptEvent[_P]: ...
+
+    @overload
+    async def mint(
+        self,
+        interrupt: str,
+        payload: Any,
+        *,
+        scope: Scope,
+        thread_id: str,
+        run_id: str,
+        session_id: str = "",
+        interrupt_id: str | None = None,
+        checkpoint_id: str | None = None,
+        tool_call_id: str | None = None,
+        ttl: timedelta | None = None,
+        principal: str | None = None,
+    ) -> InterruptEvent[Any]: ...
+
     async def mint(
         self,
         interrupt: Interrupt[Any, Any] | str,
@@ -338,7 +377,7 @@ class PauseTokens:
 
         Args:
             interrupt: The registered [`Interrupt`][pausetoken.Interrupt] (the handle
-                ``register`` returned) or its name.
+                ``register`` returned: the event's payload is then typed) or its name.
             payload: What is shown to the person (an instance of the registered type or
                 data that structures into it).
             scope: Who the pause belongs to.
@@ -358,7 +397,8 @@ class PauseTokens:
             InvalidMintRequest: an argument could never verify (no scope, an empty or
                 overlong id or principal, a ttl outside (leeway, max_lifetime]); raised
                 before anything is recorded.
-            UnknownInterrupt: ``name`` is not registered.
+            UnknownInterrupt: ``interrupt`` is not registered (or another interrupt is
+                registered under its name).
             UnsupportedPayload: the payload does not fit the registered type or cannot be
                 represented exactly as JSON.
             AlreadyRedeemed, TokenRevoked: the pause was already answered or revoked.
@@ -447,10 +487,37 @@ class PauseTokens:
 
     # -- redeeming ------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def redeem(
-        self, token: str, response: Any, *, scope: Scope, principal: str | None = None
-    ) -> AsyncIterator[Redemption[Any, Any]]:
+    @overload
+    def redeem(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None = None,
+        expect: Interrupt[_P, _R],
+    ) -> AbstractAsyncContextManager[Redemption[_P, _R]]: ...
+
+    @overload
+    def redeem(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None = None,
+        expect: None = None,
+    ) -> AbstractAsyncContextManager[Redemption[Any, Any]]: ...
+
+    def redeem(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None = None,
+        expect: Interrupt[Any, Any] | None = None,
+    ) -> AbstractAsyncContextManager[Redemption[Any, Any]]:
         """Redeem a token in two phases: claim, run the body, then commit or release.
 
         Checks run cheapest first and nothing changes state before the claim, so a bad
@@ -467,6 +534,11 @@ class PauseTokens:
         When ``redemption.replayed`` is true, the same answer was already committed: the
         run was resumed then, so the body must not resume it again.
 
+        With ``expect=REFUND`` (the registered interrupt), the token must be one minted for
+        that interrupt, and type checkers know the redemption's payload and response types
+        (``Redemption[Refund, Decision]``); a token for another interrupt is refused before
+        anything is claimed.
+
         While the body runs, the claim's lease is renewed in the background
         (``redemption.lease``); run the resume through ``await redemption.lease.run(...)``
         to have it cancelled if the claim is lost. After the body, the commit is retried
@@ -479,9 +551,12 @@ class PauseTokens:
             scope: The caller's scope; must be the token's unless the interrupt allows
                 cross-scope answers.
             principal: Who answers; must be the token's ``sub`` when it has one.
+            expect: The registered interrupt the token must be for; without it any
+                registered interrupt is accepted (and the redemption is typed ``Any``).
 
-        Yields:
-            The redemption with typed payload and response.
+        Returns:
+            An async context manager whose value is the redemption with typed payload and
+            response.
 
         Raises:
             InvalidToken: the token does not verify (before anything is claimed, like the
@@ -489,7 +564,8 @@ class PauseTokens:
             TokenExpired: the token expired.
             ScopeMismatch: the token belongs to another scope.
             PrincipalMismatch: the token is bound to another principal.
-            UnknownInterrupt: the token's interrupt name is not registered.
+            UnknownInterrupt: the token's interrupt name is not registered, or it is not
+                the ``expect=`` interrupt (code ``interrupt_mismatch``).
             InvalidResponse: the answer does not fit its type or the validator refused it.
             StaleToken: the run moved on from the token's checkpoint.
             CheckpointNotFound: the token's checkpoint is gone.
@@ -506,7 +582,22 @@ class PauseTokens:
             StoreUnavailable: the store cannot be reached before the body runs (fail
                 closed: nothing was acted on).
         """
-        checked = await self._check(token, response, scope=scope, principal=principal)
+        return self._redeem(token, response, scope=scope, principal=principal, expect=expect)
+
+    @asynccontextmanager
+    async def _redeem(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None,
+        expect: Interrupt[Any, Any] | None,
+    ) -> AsyncIterator[Redemption[Any, Any]]:
+        expected = None if expect is None else self._registered(expect)
+        checked = await self._check(
+            token, response, scope=scope, principal=principal, expect=expected
+        )
         claims = checked.claims
         if checked.stale is not None:
             yield await self._replay_or_raise(checked, checked.stale)
@@ -630,19 +721,55 @@ class PauseTokens:
         """
         return _utc(now) - self.policy.leeway
 
+    @overload
     async def consume(
-        self, token: str, response: Any, *, scope: Scope, principal: str | None = None
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None = None,
+        expect: Interrupt[_P, _R],
+    ) -> Redemption[_P, _R]: ...
+
+    @overload
+    async def consume(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None = None,
+        expect: None = None,
+    ) -> Redemption[Any, Any]: ...
+
+    async def consume(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None = None,
+        expect: Interrupt[Any, Any] | None = None,
     ) -> Redemption[Any, Any]:
-        """Redeem in one step (claim and commit); see `redeem()` for the checks.
+        """Redeem in one step (claim and commit); see `redeem()` for the checks and ``expect``.
 
         Returns:
             The redemption; ``replayed`` is true for a retry of a committed answer.
         """
-        async with self.redeem(token, response, scope=scope, principal=principal) as done:
+        async with self.redeem(
+            token, response, scope=scope, principal=principal, expect=expect
+        ) as done:
             return done
 
     async def _check(
-        self, token: str, response: Any, *, scope: Scope, principal: str | None
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None,
+        expect: Interrupt[Any, Any] | None,
     ) -> _Checked:
         now = self.clock()
         claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
@@ -658,6 +785,9 @@ class PauseTokens:
             raise PrincipalMismatch
         if interrupt is None:
             raise UnknownInterrupt
+        if expect is not None and interrupt is not expect:
+            msg = f"the token is for another interrupt than {expect.name!r}"
+            raise UnknownInterrupt(msg, code="interrupt_mismatch")
         typed_response = interrupt.structure_response(response)
         try:
             response_hash = hash_payload(interrupt.to_json(typed_response))

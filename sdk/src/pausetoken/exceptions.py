@@ -570,12 +570,20 @@ class PrincipalMismatch(PauseTokenError):
 
 
 class UnknownInterrupt(PauseTokenError):
-    """No interrupt kind is registered under the token's (or the caller's) name."""
+    """No interrupt kind is registered under that name, or it is not the one expected.
+
+    The default code says nothing is registered under the token's (or the caller's) name;
+    ``interrupt_mismatch`` says the token is for another interrupt than the caller's
+    ``expect=``.
+    """
 
     default_code = "unknown_interrupt"
     codes: ClassVar[Mapping[str, str]] = {
         "unknown_interrupt": "No interrupt kind is registered under that name.",
         "foreign_interrupt": "A pending LangGraph interrupt was not raised with ask().",
+        "interrupt_mismatch": (
+            "The token (or a pending pause) is for another interrupt than the expect= one."
+        ),
     }
     action: ClassVar[str] = (
         "Register the interrupt on every service that redeems (a deployment dropped or renamed "
@@ -585,6 +593,10 @@ class UnknownInterrupt(PauseTokenError):
         **dict.fromkeys(codes, action),
         "foreign_interrupt": (
             "Raise the graph's interrupts with ask(), or call mint_pending(..., foreign='skip')."
+        ),
+        "interrupt_mismatch": (
+            "Answer 400: send the token where its interrupt is answered, or redeem without "
+            "expect=; nothing was claimed or minted."
         ),
     }
     default_detail = "No interrupt is registered under that name."
