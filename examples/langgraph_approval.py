@@ -104,25 +104,25 @@ async def open_service(
     async with AsyncSqliteSaver.from_conn_string(str(directory / "checkpoints.db")) as saver:
         graph = build_graph(saver, directory / "refunds-paid.txt")
         reader = LangGraphCheckpoints(graph)
-        async with PauseTokens.from_settings(settings, checkpoints=reader) as tokens:
-            tokens.register(REFUND)
-            yield graph, tokens
+        async with PauseTokens.from_settings(settings, checkpoints=reader) as service:
+            service.register(REFUND)
+            yield graph, service
 
 
 async def mint(directory: Path, keys_file: str, order_id: str) -> dict[str, Any]:
     """The request handler: run the graph until it pauses, mint a token for the approver."""
-    async with open_service(directory, keys_file) as (graph, tokens):
+    async with open_service(directory, keys_file) as (graph, service):
         config: RunnableConfig = {"configurable": {"thread_id": order_id}}
         await graph.ainvoke({"order_id": order_id}, config)  # returns paused in ask()
-        [event] = await mint_pending(tokens, graph, config, scope=ACME)
+        [event] = await mint_pending(service, graph, config, scope=ACME)
         # Send the token and the payload to the approver (a link, a chat message, ...).
         return {"token": event.token, "payload": attrs.asdict(event.payload), "pid": os.getpid()}
 
 
 async def answer(directory: Path, keys_file: str, token: str, response: Any) -> dict[str, Any]:
     """The answer arrived (any process, any time later): redeem once and resume the run."""
-    async with open_service(directory, keys_file) as (graph, tokens):
-        resumed = await resume(tokens, graph, token, response, scope=ACME)
+    async with open_service(directory, keys_file) as (graph, service):
+        resumed = await resume(service, graph, token, response, scope=ACME)
         status = None if resumed.output is None else resumed.output["status"]
         return {"status": status, "replayed": resumed.replayed, "pid": os.getpid()}
 

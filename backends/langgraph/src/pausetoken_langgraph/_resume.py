@@ -83,8 +83,8 @@ def _pauses(found: Iterable[Any], *, with_payload: bool) -> tuple[PendingPause, 
     return tuple(pauses)
 
 
-def _reader_for(tokens: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> LangGraphCheckpoints:
-    reader = tokens.checkpoints
+def _reader_for(service: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> LangGraphCheckpoints:
+    reader = service.checkpoints
     if not isinstance(reader, LangGraphCheckpoints) or reader.graph is not graph:
         msg = (
             "the service must read this graph: build it with "
@@ -96,7 +96,7 @@ def _reader_for(tokens: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> LangG
 
 
 async def mint_pending(
-    tokens: PauseTokens,
+    service: PauseTokens,
     graph: Pregel[Any, Any, Any, Any],
     config: Mapping[str, Any],
     *,
@@ -117,7 +117,8 @@ async def mint_pending(
     the same interrupt is refused once either was used (see `resume()`).
 
     Args:
-        tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
+        service: The [`PauseTokens`][pausetoken.PauseTokens] service; its reader must be
+            ``LangGraphCheckpoints(graph)``.
         graph: The compiled graph.
         config: The run's config; only ``configurable.thread_id`` is read (a
             ``checkpoint_id`` in it must still be the head).
@@ -143,7 +144,7 @@ async def mint_pending(
         CheckpointNotFound, CheckpointLost: the thread is unknown.
         UnsupportedPayload: a stored payload does not fit its registered type.
     """
-    reader = _reader_for(tokens, graph)
+    reader = _reader_for(service, graph)
     configurable = config.get("configurable") or {}
     thread_id = configurable.get("thread_id")
     if not isinstance(thread_id, str) or not thread_id:
@@ -170,11 +171,11 @@ async def mint_pending(
                 raise UnknownInterrupt(msg, code="foreign_interrupt")
             logger.info("foreign interrupt skipped", extra={"interrupt": fingerprint(interrupt_id)})
             continue
-        tokens.interrupt(name)  # every name is known before anything is minted
+        service.interrupt(name)  # every name is known before anything is minted
         asked.append((interrupt_id, name, payload))
     run = run_id if run_id is not None else str(config.get("run_id") or thread_id)
     return [
-        await tokens.mint(
+        await service.mint(
             name,
             payload,
             scope=scope,
@@ -204,7 +205,7 @@ def _resume_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 async def resume(
-    tokens: PauseTokens,
+    service: PauseTokens,
     graph: Pregel[Any, Any, Any, Any],
     token: str,
     response: Any,
@@ -235,7 +236,8 @@ async def resume(
     names of the pauses the run waits at now.
 
     Args:
-        tokens: The service; its reader must be ``LangGraphCheckpoints(graph)``.
+        service: The [`PauseTokens`][pausetoken.PauseTokens] service; its reader must be
+            ``LangGraphCheckpoints(graph)``.
         graph: The compiled graph.
         token: The token from `mint_pending()`.
         response: The answer (data that structures into the registered response type).
@@ -262,9 +264,9 @@ async def resume(
             [`pausetoken.PauseTokens.redeem()`][pausetoken.PauseTokens.redeem].
         Exception: whatever the graph raised while resuming (the claim is released).
     """
-    reader = _reader_for(tokens, graph)
+    reader = _reader_for(service, graph)
     base = _resume_config(config)
-    async with tokens.redeem(token, response, scope=scope, principal=principal) as redemption:
+    async with service.redeem(token, response, scope=scope, principal=principal) as redemption:
         claims = redemption.claims
         run_config: Any = {**base, "configurable": {**base["configurable"]}}
         run_config["configurable"]["thread_id"] = claims.thread_id
@@ -277,7 +279,7 @@ async def resume(
             now_waiting = pending_interrupts(head.pending_writes).values()
             return Resumed(None, replayed=True, interrupts=_pauses(now_waiting, with_payload=False))
         # Written with the interrupt's converter: the one ask() reads it back with.
-        answer = tokens.interrupt(claims.name).to_json(redemption.response)
+        answer = service.interrupt(claims.name).to_json(redemption.response)
         command: Command[Any] = Command(resume={claims.interrupt_id: answer})
         lease = redemption.lease
         assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
