@@ -12,7 +12,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
-from langgraph_support import ACME, Decision, Refund, State, thread
+from langgraph_support import ACME, APPROVAL, Decision, Refund, State, thread
 
 from pausetoken import (
     Interrupt,
@@ -32,6 +32,7 @@ from pausetoken.exceptions import (
     RedemptionInProgress,
     ScopeMismatch,
     StaleToken,
+    UnknownInterrupt,
 )
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 
@@ -524,3 +525,45 @@ async def test_a_hook_the_service_structures_with_is_the_one_ask_uses_in_the_nod
 
     assert resumed.output == {"log": ["countered"]}
     assert offered == [Money(1250)]
+
+
+# -- typed handles: expect= ----------------------------------------------------------------
+
+
+async def test_with_the_expected_interrupt_pauses_are_minted_and_resumed_as_without(
+    graphs: Graphs, make_tokens: Callable[..., PauseTokens], effects: Effects
+) -> None:
+    graph = graphs.single()
+    tokens = make_tokens(graph)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+
+    [event] = await mint_pending(tokens, graph, config, scope=ACME, expect=APPROVAL)
+    assert event.payload == Refund("order-refund", 1999)
+    resumed = await resume(tokens, graph, event.token, APPROVE, scope=ACME, expect=APPROVAL)
+
+    assert resumed.output == {"log": ["refund:True"]}
+    assert effects.done == ["refund:True"]
+
+
+async def test_pauses_and_tokens_of_another_interrupt_than_the_expected_one_are_refused(
+    graphs: Graphs, make_tokens: Callable[..., PauseTokens], effects: Effects
+) -> None:
+    graph = graphs.single()
+    tokens = make_tokens(graph)
+    tokens.register(COUNTEROFFER)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+
+    with pytest.raises(UnknownInterrupt) as refused:
+        await mint_pending(tokens, graph, config, scope=ACME, expect=COUNTEROFFER)
+    assert refused.value.code == "interrupt_mismatch"
+    [event] = await mint_pending(tokens, graph, config, scope=ACME)
+    with pytest.raises(UnknownInterrupt) as refused:
+        await resume(tokens, graph, event.token, APPROVE, scope=ACME, expect=COUNTEROFFER)
+    assert refused.value.code == "interrupt_mismatch"
+
+    assert effects.done == []
+    assert await tokens.status(event.token, scope=ACME) is TokenStatus.ACTIVE
+    await resume(tokens, graph, event.token, APPROVE, scope=ACME, expect=APPROVAL)
+    assert effects.done == ["refund:True"]

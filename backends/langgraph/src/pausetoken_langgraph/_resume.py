@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 
 import attrs
 from langgraph.types import Command
@@ -24,11 +24,13 @@ if TYPE_CHECKING:
 
     from langgraph.pregel import Pregel
 
-    from pausetoken import InterruptEvent, PauseTokens, Scope
+    from pausetoken import Interrupt, InterruptEvent, PauseTokens, Scope
 
 __all__ = ["PendingPause", "Resumed", "mint_pending", "resume"]
 
 logger = logging.getLogger("pausetoken.langgraph")
+
+P = TypeVar("P")
 
 
 #: Keys of ``config["configurable"]`` that would make a resume address another place than
@@ -95,6 +97,7 @@ def _reader_for(service: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> Lang
     return reader
 
 
+@overload
 async def mint_pending(
     service: PauseTokens,
     graph: Pregel[Any, Any, Any, Any],
@@ -105,6 +108,36 @@ async def mint_pending(
     ttl: timedelta | None = None,
     principal: str | None = None,
     foreign: Literal["refuse", "skip"] = "refuse",
+    expect: Interrupt[P, Any],
+) -> list[InterruptEvent[P]]: ...
+
+
+@overload
+async def mint_pending(
+    service: PauseTokens,
+    graph: Pregel[Any, Any, Any, Any],
+    config: Mapping[str, Any],
+    *,
+    scope: Scope,
+    run_id: str | None = None,
+    ttl: timedelta | None = None,
+    principal: str | None = None,
+    foreign: Literal["refuse", "skip"] = "refuse",
+    expect: None = None,
+) -> list[InterruptEvent[Any]]: ...
+
+
+async def mint_pending(
+    service: PauseTokens,
+    graph: Pregel[Any, Any, Any, Any],
+    config: Mapping[str, Any],
+    *,
+    scope: Scope,
+    run_id: str | None = None,
+    ttl: timedelta | None = None,
+    principal: str | None = None,
+    foreign: Literal["refuse", "skip"] = "refuse",
+    expect: Interrupt[Any, Any] | None = None,
 ) -> list[InterruptEvent[Any]]:
     """Mint one token per pending interrupt of a run that returned paused.
 
@@ -130,6 +163,9 @@ async def mint_pending(
         foreign: What to do with pending interrupts not raised by
             [`ask()`][pausetoken_langgraph.ask]: ``"refuse"`` (the default) raises before
             anything is minted, ``"skip"`` mints tokens for the others only.
+        expect: The registered interrupt every pause raised with ``ask()`` must be; the
+            events' payloads are then typed as its payload type. A pause of another
+            interrupt is refused before anything is minted.
 
     Returns:
         One event per minted token, in the order LangGraph recorded the interrupts; empty
@@ -139,7 +175,8 @@ async def mint_pending(
         ConfigurationError: the service does not read this graph's checkpoints, or the
             config has no thread id.
         UnknownInterrupt: a pending interrupt was not raised by ``ask`` (code
-            ``foreign_interrupt``) or its name is not registered.
+            ``foreign_interrupt``), its name is not registered, or it is not the
+            ``expect=`` interrupt (code ``interrupt_mismatch``).
         StaleToken: the config names a checkpoint that is no longer the head.
         CheckpointNotFound, CheckpointLost: the thread is unknown.
         UnsupportedPayload: a stored payload does not fit its registered type.
@@ -159,7 +196,7 @@ async def mint_pending(
     if seen_id is not None and seen_id != head_id:
         msg = "the thread has moved on from the checkpoint in the config"
         raise StaleToken(msg)
-    asked: list[tuple[str, str, Any]] = []
+    asked: list[tuple[str, Interrupt[Any, Any], Any]] = []
     for interrupt_id, found in pending_interrupts(head.pending_writes).items():
         name, payload = unwrap(found.value)
         if name is None:
@@ -171,12 +208,15 @@ async def mint_pending(
                 raise UnknownInterrupt(msg, code="foreign_interrupt")
             logger.info("foreign interrupt skipped", extra={"interrupt": fingerprint(interrupt_id)})
             continue
-        service.interrupt(name)  # every name is known before anything is minted
-        asked.append((interrupt_id, name, payload))
+        registered = service.interrupt(name)  # every name is known before anything is minted
+        if expect is not None and registered != expect:
+            msg = f"a pending pause is for another interrupt than {expect.name!r}"
+            raise UnknownInterrupt(msg, code="interrupt_mismatch")
+        asked.append((interrupt_id, registered, payload))
     run = run_id if run_id is not None else str(config.get("run_id") or thread_id)
     return [
         await service.mint(
-            name,
+            interrupt,
             payload,
             scope=scope,
             thread_id=thread_id,
@@ -186,7 +226,7 @@ async def mint_pending(
             ttl=ttl,
             principal=principal,
         )
-        for interrupt_id, name, payload in asked
+        for interrupt_id, interrupt, payload in asked
     ]
 
 
@@ -214,6 +254,7 @@ async def resume(
     principal: str | None = None,
     config: Mapping[str, Any] | None = None,
     context: Any = None,
+    expect: Interrupt[Any, Any] | None = None,
 ) -> Resumed:
     """Redeem a token and resume the paused run with the answer, exactly once.
 
@@ -247,6 +288,9 @@ async def resume(
             It must not name ``thread_id``, ``checkpoint_id`` or ``checkpoint_ns``: the
             thread comes from the signed token.
         context: The run context for graphs with a context schema.
+        expect: The registered interrupt the token must be for (as for ``redeem()``): an
+            endpoint that answers one kind of pause refuses tokens of any other before
+            anything is claimed.
 
     Returns:
         The result: the run's output, whether this was a retry, and the pauses now pending.
@@ -266,7 +310,9 @@ async def resume(
     """
     reader = _reader_for(service, graph)
     base = _resume_config(config)
-    async with service.redeem(token, response, scope=scope, principal=principal) as redemption:
+    async with service.redeem(
+        token, response, scope=scope, principal=principal, expect=expect
+    ) as redemption:
         claims = redemption.claims
         run_config: Any = {**base, "configurable": {**base["configurable"]}}
         run_config["configurable"]["thread_id"] = claims.thread_id
