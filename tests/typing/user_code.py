@@ -1,0 +1,128 @@
+# pyright: strict, reportMissingTypeStubs=false
+"""User code the type checkers must understand as a user would expect.
+
+The typing session runs ``mypy --strict`` and pyright in strict mode on this file: each
+``assert_type`` states a type that user code relies on, and fails the session when the type
+checker infers another one. Nothing here runs in the test suite (the functions are never
+called); the behaviour behind it is tested in ``tests/sdk`` and ``tests/backends``.
+
+pyright takes LangGraph's namespace package for one without types (it reports
+``reportMissingTypeStubs`` on ``langgraph.graph``), which a user's own configuration would
+silence the same way.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypedDict, assert_type
+
+import attrs
+
+from pausetoken import (
+    Interrupt,
+    InterruptEvent,
+    PauseTokens,
+    Redemption,
+    Scope,
+    TokenStatus,
+    make_converter,
+)
+from pausetoken_langgraph import Resumed, ask, mint_pending, resume
+
+if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
+
+
+@attrs.frozen
+class Refund:
+    order_id: str
+    amount_cents: int
+
+
+@attrs.frozen
+class Decision:
+    approved: bool
+    note: str = ""
+
+
+class Question(TypedDict):
+    text: str
+
+
+REFUND = Interrupt("refund", payload=Refund, response=Decision)
+assert_type(REFUND, Interrupt[Refund, Decision])
+
+QUESTION = Interrupt("question", payload=Question, response=bool, converter=make_converter())
+assert_type(QUESTION, Interrupt[Question, bool])
+
+FORM = Interrupt("form", payload=dict[str, Any], response=list[str])
+assert_type(FORM, Interrupt[dict[str, Any], list[str]])
+
+
+def register(tokens: PauseTokens) -> None:
+    assert_type(tokens.register(REFUND), Interrupt[Refund, Decision])
+
+
+async def mint_and_redeem(tokens: PauseTokens, scope: Scope) -> Decision:
+    event = await tokens.mint(REFUND, Refund("o-1", 1999), scope=scope, thread_id="t", run_id="r")
+    assert_type(event, InterruptEvent[Refund])
+    assert_type(event.payload, Refund)
+    assert_type(event.token, str)
+
+    async with tokens.redeem(event.token, {"approved": True}, scope=scope, expect=REFUND) as done:
+        assert_type(done, Redemption[Refund, Decision])
+        assert_type(done.response, Decision)
+        # None for a retry that arrives after the run moved on: the payload is gone then.
+        assert_type(done.payload, Refund | None)
+        assert_type(done.replayed, bool)
+        if done.payload is not None:
+            assert_type(done.payload.amount_cents, int)
+        return done.response
+
+
+async def consume(tokens: PauseTokens, token: str, scope: Scope) -> bool:
+    done = await tokens.consume(token, {"approved": True}, scope=scope, expect=REFUND)
+    assert_type(done, Redemption[Refund, Decision])
+    assert_type(done.response.approved, bool)
+    return done.response.approved
+
+
+async def by_name(tokens: PauseTokens, scope: Scope) -> None:
+    # A name instead of the interrupt, or no expect=, works as before, untyped.
+    payload = {"order_id": "o-1", "amount_cents": 1}
+    event = await tokens.mint("refund", payload, scope=scope, thread_id="t", run_id="r")
+    assert_type(event, InterruptEvent[Any])
+    async with tokens.redeem(event.token, {"approved": True}, scope=scope) as done:
+        assert_type(done, Redemption[Any, Any])
+    assert_type(await tokens.consume(event.token, {}, scope=scope), Redemption[Any, Any])
+    assert_type(await tokens.status(event.token, scope=scope), TokenStatus)
+
+
+class State(TypedDict):
+    order_id: str
+    status: str
+
+
+def approve(state: State) -> State:
+    decision = ask(REFUND, Refund(state["order_id"], 1999))
+    assert_type(decision, Decision)
+    named = ask("refund", Refund(state["order_id"], 1999), response=Decision)
+    assert_type(named, Decision)
+    raw = ask("refund", {"order_id": state["order_id"]})
+    assert_type(raw, Any)
+    return {"order_id": state["order_id"], "status": "refunded" if decision.approved else "no"}
+
+
+async def langgraph(
+    service: PauseTokens, graph: CompiledStateGraph[State, None, State, State], scope: Scope
+) -> Resumed:
+    config = {"configurable": {"thread_id": "order-42"}}
+    events = await mint_pending(service, graph, config, scope=scope, expect=REFUND)
+    assert_type(events, list[InterruptEvent[Refund]])
+    assert_type(events[0].payload, Refund)
+    untyped = await mint_pending(service, graph, config, scope=scope)
+    assert_type(untyped, list[InterruptEvent[Any]])
+    resumed = await resume(
+        service, graph, events[0].token, {"approved": True}, scope=scope, expect=REFUND
+    )
+    assert_type(resumed, Resumed)
+    return resumed
