@@ -158,7 +158,9 @@ class Claims:
 class InterruptEvent(Generic[P]):
     """What minting returns: the token for one pause and what to show the person.
 
-    Its ``repr`` shows a fingerprint of the token, never the token or the payload.
+    Minted with the registered [`Interrupt`][pausetoken.Interrupt] (not its name), the event
+    is typed by its payload type: ``InterruptEvent[Refund]``. Its ``repr`` shows a
+    fingerprint of the token, never the token or the payload.
     """
 
     name: str
@@ -182,6 +184,9 @@ class InterruptEvent(Generic[P]):
 @attrs.frozen(repr=False)
 class Redemption(Generic[P, R]):
     """What redeeming returns: the verified claims and the typed payload and response.
+
+    Redeemed with ``expect=REFUND``, it is typed by the interrupt's payload and response
+    types (``Redemption[Refund, Decision]``); without it, ``Redemption[Any, Any]``.
 
     Attributes:
         claims: The verified claims of the token.
