@@ -8,7 +8,7 @@ from typing import Any, Final, TypeVar, overload
 from langgraph.types import interrupt as langgraph_interrupt
 
 from pausetoken import Interrupt
-from pausetoken._hashing import to_json_value
+from pausetoken.plugins import to_json_value
 
 __all__ = ["ENVELOPE_VERSION", "ask", "envelope", "unwrap"]
 

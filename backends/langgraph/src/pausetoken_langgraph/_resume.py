@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, overload
 import attrs
 from langgraph.types import Command
 
-from pausetoken._claims import fingerprint
 from pausetoken.exceptions import (
     ConfigurationError,
     StaleToken,
     UnknownInterrupt,
 )
+from pausetoken.plugins import fingerprint
 from pausetoken_langgraph._ask import unwrap
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
 
