@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from pausetoken._hashing import to_json_value
-from pausetoken._structure import default_converter, structure_payload, structure_response
-
+# The converter machinery (cattrs' preconf modules) loads when an interrupt first reads or
+# writes a value, not when one is defined: the methods below import it where they use it.
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -92,7 +91,11 @@ class Interrupt(Generic[P, R]):
     @property
     def converter(self) -> cattrs.Converter:
         """The converter this interrupt's payload and answer are read and written with."""
-        return default_converter if self._converter is None else self._converter
+        if self._converter is not None:
+            return self._converter
+        from pausetoken._structure import default_converter  # noqa: PLC0415
+
+        return default_converter
 
     def structure_payload(self, value: Any) -> P:
         """Read a payload into the payload type (instances are checked the same way).
@@ -100,6 +103,8 @@ class Interrupt(Generic[P, R]):
         Raises:
             UnsupportedPayload: it does not fit (code ``invalid_payload``, naming the field).
         """
+        from pausetoken._structure import structure_payload  # noqa: PLC0415
+
         typed: P = structure_payload(value, self.payload, converter=self.converter, name=self.name)
         return typed
 
@@ -109,6 +114,8 @@ class Interrupt(Generic[P, R]):
         Raises:
             InvalidResponse: it does not fit; ``field`` names the offending field.
         """
+        from pausetoken._structure import structure_response  # noqa: PLC0415
+
         typed: R = structure_response(
             value, self.response, converter=self.converter, name=self.name
         )
@@ -120,4 +127,6 @@ class Interrupt(Generic[P, R]):
         Raises:
             UnsupportedPayload: the value cannot be represented exactly as JSON.
         """
+        from pausetoken._hashing import to_json_value  # noqa: PLC0415
+
         return to_json_value(value, converter=self.converter)
