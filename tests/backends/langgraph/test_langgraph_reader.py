@@ -435,3 +435,8 @@ def test_ask_refuses_an_interrupt_and_a_response_type_together() -> None:
 
     with pytest.raises(TypeError, match="response"):
         ask(APPROVAL, Refund("order-typed", 1), response=Decision)  # type: ignore[call-overload]
+
+
+def test_ask_refuses_a_name_no_interrupt_could_be_registered_under() -> None:
+    with pytest.raises(ValueError, match="interrupt name"):
+        ask("not a name!", {}, response=bool)

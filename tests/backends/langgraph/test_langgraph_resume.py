@@ -492,7 +492,7 @@ def money_converter() -> cattrs.Converter:
 
 
 COUNTEROFFER = Interrupt(
-    "counteroffer", payload=dict, response=Counteroffer, converter=money_converter()
+    "counteroffer", payload=Counteroffer, response=Counteroffer, converter=money_converter()
 )
 
 
@@ -502,7 +502,7 @@ async def test_a_hook_the_service_structures_with_is_the_one_ask_uses_in_the_nod
     offered: list[Money] = []
 
     def node(state: State) -> dict[str, Any]:
-        offered.append(ask(COUNTEROFFER, {"order_id": "o-1"}).amount)
+        offered.append(ask(COUNTEROFFER, Counteroffer(Money(1999))).amount)
         return {"log": ["countered"]}
 
     builder = StateGraph(State)
@@ -518,8 +518,10 @@ async def test_a_hook_the_service_structures_with_is_the_one_ask_uses_in_the_nod
     )
     tokens.register(COUNTEROFFER)
     config = thread()
-    await graph.ainvoke({"log": []}, config)
-    [event] = await mint_pending(tokens, graph, config, scope=ACME)
+    paused = await graph.ainvoke({"log": []}, config)
+    assert paused["__interrupt__"][0].value["payload"] == {"amount": "19.99"}
+    [event] = await mint_pending(tokens, graph, config, scope=ACME, expect=COUNTEROFFER)
+    assert event.payload == Counteroffer(Money(1999))
 
     resumed = await resume(tokens, graph, event.token, {"amount": "12.50"}, scope=ACME)
 
