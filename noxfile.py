@@ -159,14 +159,22 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=NEWEST)
 def typing(session: nox.Session) -> None:
-    """mypy --strict over every distribution."""
+    """mypy --strict over every distribution, the benchmarks and user code; pyright on user code."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "typing"))
+    session.install(*nox.project.dependency_groups(PYPROJECT, "bench"))
     session.install("-e", "./sdk[testing,cli]")
     distributions = _backend_distributions()
     for distribution in distributions:
         session.install("-e", _with_all_extras(distribution))
     sources = ["sdk/src", *(str((d / "src").relative_to(ROOT)) for d in distributions)]
     session.run("mypy", "--strict", *sources)
+    # Benchmarks call the store protocol directly: a changed signature must fail here.
+    session.run("mypy", "--strict", "benchmarks")
+    # tests/typing is user code: assert_type on what users rely on, and mistakes that must be
+    # reported. pyright's strict mode is switched on in each file's first line.
+    session.run("mypy", "--strict", "tests/typing")
+    python = Path(session.bin) / "python"
+    session.run("pyright", "--pythonpath", str(python), "tests/typing")
 
 
 @nox.session(python=NEWEST)
