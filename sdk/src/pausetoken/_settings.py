@@ -47,7 +47,7 @@ from pausetoken.exceptions import ConfigurationError, PauseTokenError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["ENV_PREFIX", "Settings", "parse_duration"]
+__all__ = ["ENV_PREFIX", "Settings", "parse_duration", "verifier_settings"]
 
 #: Prefix of every environment variable pausetoken reads.
 ENV_PREFIX: Final = "PAUSETOKEN_"
@@ -307,23 +307,7 @@ class Settings:
         Raises:
             ConfigurationError: As `from_mapping()`; messages name the variable.
         """
-        environ = os.environ if environ is None else environ
-        known = {_env_name(name): name for name in _FIELDS}
-        ours = sorted(
-            name
-            for name in environ
-            if name.startswith(ENV_PREFIX) and not name.startswith(TEST_PREFIX)
-        )
-        _refuse_unknown(ours, known, "environment variable")
-        data: dict[str, Any] = {}
-        for variable in ours:
-            value = environ[variable]
-            if not value.strip():
-                msg = f"{variable} is set but empty: give it a value or unset it"
-                raise _error(MISSING if variable in _REQUIRED_ENV else INVALID, msg)
-            name = known[variable]
-            data[name] = _parse_json_object(variable, value) if name in _OPTIONS else value
-        return _load(data, _Source("the environment", _env_name, None))
+        return _load(_environment(environ), _ENVIRONMENT)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str]) -> Settings:
@@ -393,6 +377,64 @@ class _Source:
 
 def _env_name(name: str) -> str:
     return ENV_PREFIX + name.upper()
+
+
+_ENVIRONMENT: Final = _Source("the environment", _env_name, None)
+
+
+def _environment(environ: Mapping[str, str] | None) -> dict[str, Any]:
+    """The settings the ``PAUSETOKEN_*`` variables give, by name; unknown variables refused."""
+    environ = os.environ if environ is None else environ
+    known = {_env_name(name): name for name in _FIELDS}
+    ours = sorted(
+        name for name in environ if name.startswith(ENV_PREFIX) and not name.startswith(TEST_PREFIX)
+    )
+    _refuse_unknown(ours, known, "environment variable")
+    data: dict[str, Any] = {}
+    for variable in ours:
+        value = environ[variable]
+        if not value.strip():
+            msg = f"{variable} is set but empty: give it a value or unset it"
+            raise _error(MISSING if variable in _REQUIRED_ENV else INVALID, msg)
+        name = known[variable]
+        data[name] = _parse_json_object(variable, value) if name in _OPTIONS else value
+    return data
+
+
+def verifier_settings(
+    environ: Mapping[str, str] | None = None, *, keys_file: str | None = None
+) -> Settings:
+    """The settings ``pausetoken inspect --verify`` checks a token with.
+
+    Verifying records nothing, so no store is needed: the ``PAUSETOKEN_*`` variables are
+    read as `Settings.from_env()` reads them (keys, issuer, audience, leeway, lifetime and
+    size limits; unknown variables refused), except that ``PAUSETOKEN_STORE_URL`` may be
+    absent. ``memory://`` then stands in for it; it is never opened.
+
+    Args:
+        environ: The variables to read (default: `os.environ`).
+        keys_file: The key file given on the command line (``--keys``): it replaces
+            ``PAUSETOKEN_KEYS`` and ``PAUSETOKEN_KEYS_FILE``, and its errors name ``--keys``.
+
+    Returns:
+        The validated settings.
+
+    Raises:
+        ConfigurationError: ``settings_missing`` when no key set is given, or as
+            `Settings.from_env()`.
+    """
+    data = _environment(environ)
+    data.setdefault("store_url", "memory://")
+    if keys_file is not None:
+        data.pop("keys_file", None)
+        data["keys"] = _load_keys_file(keys_file, None, "--keys")
+    elif "keys" not in data and "keys_file" not in data:
+        msg = (
+            f"verifying needs the key set: pass --keys FILE or set {_env_name('keys_file')} "
+            f"(or {_env_name('keys')}); {_KEYGEN_HINT}"
+        )
+        raise _error(MISSING, msg)
+    return _load(data, _ENVIRONMENT)
 
 
 def _position(exc: Exception) -> str:
