@@ -170,6 +170,10 @@ class ConfigurationError(PauseTokenError):
         "naive_datetime": "A datetime without a time zone was given.",
         "backend_import_failed": "An installed backend failed to import.",
         "backend_api_version": "A backend implements another plugin API version.",
+        "command_import_failed": "An installed command fails to import.",
+        "command_invalid": (
+            "An installed command's entry point names no command (help, arguments and run)."
+        ),
         "duplicate_interrupt": "Two interrupt kinds are registered under one name.",
         "interrupt_type_unsupported": (
             "An interrupt's payload or response type cannot be read from JSON."
@@ -269,6 +273,14 @@ class ConfigurationError(PauseTokenError):
         "backend_api_version": (
             "Upgrade the backend's distribution to a release made for this pausetoken."
         ),
+        "command_import_failed": (
+            "Run the command again with --debug to see why it fails; reinstall or upgrade the "
+            "distribution the message names."
+        ),
+        "command_invalid": (
+            "Upgrade the distribution the message names to a release made for this pausetoken, "
+            "or uninstall it."
+        ),
         "duplicate_interrupt": "Register each interrupt name once per service.",
         "interrupt_type_unsupported": (
             "Use attrs classes, dataclasses, TypedDicts, pydantic models or JSON types."
@@ -328,7 +340,9 @@ class BackendNotInstalled(ConfigurationError):
         "backend_not_installed": (
             "A known backend was chosen but its distribution is not installed."
         ),
-        "demo_not_installed": "The demo's optional distributions are not installed.",
+        "command_not_installed": (
+            "A known command was chosen but the distribution that provides it is not installed."
+        ),
     }
     action: ClassVar[str] = (
         "Install what the message names, in the same command as the core; pausetoken backends "
@@ -361,11 +375,17 @@ class AmbiguousBackend(ConfigurationError):
     default_code = "ambiguous_backend"
     codes: ClassVar[Mapping[str, str]] = {
         "ambiguous_backend": "Two installed distributions register one backend name.",
+        "ambiguous_command": (
+            "Two installed distributions (or one and pausetoken) register one command name."
+        ),
     }
     action: ClassVar[str] = (
         "Uninstall one of the two distributions that register the name (pausetoken backends)."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "ambiguous_command": "Uninstall one of the two distributions the message names.",
+    }
     default_detail = "Two installed distributions register the same backend name."
     title = "Ambiguous backend"
 
