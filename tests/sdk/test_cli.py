@@ -16,6 +16,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from fake_distributions import Site, hide_distributions
 
 from pausetoken import (
     JoseSigner,
@@ -23,16 +24,27 @@ from pausetoken import (
     MemoryStoreWarning,
     Scope,
     SealedSigner,
-    _cli,
+    exceptions,
     hash_scope,
 )
 from pausetoken._claims import new_jti
-from pausetoken._cli import COMMANDS, main
+from pausetoken._cli import COMMANDS, bench, main
+from pausetoken._cli.hints import TERMINAL_HINTS
+from pausetoken._cli.token_input import parse_scope
 from pausetoken._install import install_hint
 from pausetoken._registry import register_store
+from pausetoken.cli import GROUP, Command
+from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, UnknownBackend
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+_ERRORS = [
+    error
+    for name in exceptions.__all__
+    if isinstance(error := getattr(exceptions, name), type)
+    and issubclass(error, exceptions.PauseTokenError)
+]
 
 
 def _claims(**changes: Any) -> dict[str, Any]:
@@ -170,6 +182,7 @@ def test_keygen_reports_an_unwritable_destination(
     assert "[cli_output_unwritable]" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts interpreters
 def test_python_dash_m_keygen_works_as_a_subprocess() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pausetoken", "keygen", "--alg", "EdDSA"],
@@ -248,6 +261,62 @@ def test_inspect_verify_checks_the_issuer(
 ) -> None:
     assert main(["inspect", token, "--verify", "--keys", str(keys_file), "--issuer", "other"]) == 1
     assert "[token_issuer_invalid]" in capsys.readouterr().err
+
+
+def test_inspect_verify_reads_the_issuer_and_audience_of_the_settings(
+    keys: KeyRing,
+    keys_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    billing = JoseSigner(keys).sign(_claims(iss="billing", aud="approvals"))
+    monkeypatch.setenv("PAUSETOKEN_ISSUER", "billing")
+    monkeypatch.setenv("PAUSETOKEN_AUDIENCE", "approvals")
+    assert main(["inspect", billing, "--verify", "--keys", str(keys_file), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verified"] is True
+    assert main(["inspect", billing, "--verify", "--keys", str(keys_file), "--issuer", "x"]) == 1
+    assert "[token_issuer_invalid]" in capsys.readouterr().err
+
+
+def test_inspect_verify_accepts_what_the_service_is_set_to_accept(
+    keys: KeyRing,
+    keys_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = int(time.time())
+    long_lived = JoseSigner(keys).sign(_claims(iat=now, exp=now + 20 * 86400))
+    argv = ["inspect", long_lived, "--verify", "--keys", str(keys_file), "--json"]
+    assert main(argv) == 1
+    assert "[token_lifetime_too_long]" in capsys.readouterr().err
+    monkeypatch.setenv("PAUSETOKEN_MAX_LIFETIME", "30d")
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["verified"] is True
+
+
+def test_inspect_verify_refuses_a_misspelt_setting(
+    token: str, keys_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAUSETOKEN_ISUER", "billing")
+    assert main(["inspect", token, "--verify", "--keys", str(keys_file)]) == 2
+    err = capsys.readouterr().err
+    assert "[settings_unknown] unknown environment variable: PAUSETOKEN_ISUER (did you mean" in err
+
+
+def test_inspect_verify_refuses_an_overlong_issuer_as_a_usage_error(
+    token: str, keys_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["inspect", token, "--verify", "--keys", str(keys_file), "--issuer", "i" * 513]
+    assert main(argv) == 2
+    assert "error [cli_usage] --issuer or --audience: issuer must be" in capsys.readouterr().err
+
+
+def test_inspect_without_verify_needs_no_settings(
+    token: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAUSETOKEN_ISUER", "a misspelt setting, read only to verify")
+    assert main(["inspect", token, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verified"] is False
 
 
 def test_inspect_verify_without_keys_is_a_usage_error(
@@ -495,14 +564,17 @@ def test_a_token_error_gets_a_token_hint_not_a_settings_one(
 @pytest.mark.parametrize(
     ("argv", "hint"),
     [
-        (["keygen", "--kid", "no spaces"], "hint: a kid is 1 to 64 letters, digits and '_.:-'"),
-        (["inspect", "TOKEN", "--verify"], "hint: `pausetoken keygen -o FILE` writes a key set"),
+        (["keygen", "--kid", "no spaces"], ConfigurationError.actions["kid_invalid"]),
+        (["inspect", "TOKEN", "--verify"], ConfigurationError.actions["settings_missing"]),
         (
             ["inspect", "TOKEN", "--verify", "--keys", "KEYS", "--issuer", "other"],
-            "hint: set PAUSETOKEN_ISSUER (inspect: --issuer) to the minting service's issuer",
+            "set PAUSETOKEN_ISSUER (inspect: --issuer) to the minting service's issuer",
         ),
-        (["store", "check", "memory://", "--concurrency", "1"], "hint: `pausetoken store check "),
-        (["store", "check", "nosuch://db"], "hint: `pausetoken backends` lists the installed"),
+        (
+            ["store", "check", "memory://", "--concurrency", "1"],
+            "Run pausetoken store check --help for the arguments.",
+        ),
+        (["store", "check", "nosuch://db"], UnknownBackend.action),
     ],
     ids=["kid", "no-keys", "issuer", "usage", "unknown-store"],
 )
@@ -516,8 +588,19 @@ def test_each_error_gets_the_hint_of_its_code(
     swap = {"TOKEN": token, "KEYS": str(keys_file)}
     assert main([swap.get(arg, arg) for arg in argv]) in {1, 2}
     err = capsys.readouterr().err
-    assert hint in err
+    assert f"hint: {hint}" in err
     assert err.count("hint:") == 1
+
+
+def test_every_hint_of_the_command_line_is_for_a_declared_code() -> None:
+    declared = {code for error in _ERRORS for code in error.codes}
+    assert set(TERMINAL_HINTS) <= declared
+
+
+def test_configuration_errors_get_what_their_class_says_to_do() -> None:
+    # Raised at start-up, their declared actions speak to whoever runs the command.
+    own = {code for code in TERMINAL_HINTS if code in ConfigurationError.codes}
+    assert own == {"cli_rich_missing"}  # the one hint that is an install line
 
 
 @posix_only
@@ -529,8 +612,8 @@ def test_an_insecure_key_file_is_named_with_its_variable_and_the_fix(
     assert main(["inspect", token, "--verify"]) == 2
     err = capsys.readouterr().err
     assert (
-        f"error [key_file_insecure] the key file {keys_file} (PAUSETOKEN_KEYS_FILE) can be "
-        "written by other users (mode 666)"
+        f"error [key_file_insecure] the key file {keys_file} (PAUSETOKEN_KEYS_FILE in the "
+        "environment) can be written by other users (mode 666)"
     ) in err
     assert "hint: chmod 600 the key file" in err
 
@@ -541,7 +624,7 @@ def test_an_existing_output_file_hint_is_about_the_path(
     path = tmp_path / "keys.json"
     path.write_text("keep me")
     assert main(["keygen", "-o", str(path)]) == 2
-    assert "hint: choose another path" in capsys.readouterr().err
+    assert "hint: Choose another path" in capsys.readouterr().err
 
 
 # -- key files --------------------------------------------------------------------------------
@@ -565,25 +648,25 @@ def _private_file(path: Path, text: str) -> Path:
         (
             _PEM,
             (
-                "[key_is_pem] the key file {path} (PAUSETOKEN_KEYS_FILE): the key set is PEM, "
-                "OpenSSH or PuTTY key material, not a JWK Set (JSON): create a key set with "
-                "`pausetoken keygen -o FILE`"
+                "[key_is_pem] the key file {path} (PAUSETOKEN_KEYS_FILE in the environment): "
+                "the key set is PEM, OpenSSH or PuTTY key material, not a JWK Set (JSON): "
+                "create a key set with `pausetoken keygen -o FILE`"
             ),
         ),
         (
             '{"kty": "oct", "kid": "k1", "alg": "HS256", "k": "c2VjcmV0"}',
             (
-                "[jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE): the key set is a "
-                'single JWK, not a JWK Set: wrap it as {{"keys": [<the JWK, with "kid" and '
-                '"alg">]}}, or create a key set with `pausetoken keygen -o FILE`'
+                "[jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE in the environment): "
+                'the key set is a single JWK, not a JWK Set: wrap it as {{"keys": [<the JWK, '
+                'with "kid" and "alg">]}}, or create a key set with `pausetoken keygen -o FILE`'
             ),
         ),
         (
             '{"keys": [',
             (
-                "[jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE): the key set is not "
-                "valid JSON (line 1, column 11): fix it, or create a key set with "
-                "`pausetoken keygen -o FILE`"
+                "[jwks_invalid] the key file {path} (PAUSETOKEN_KEYS_FILE in the environment): "
+                "the key set is not valid JSON (line 1, column 11): fix it, or create a key set "
+                "with `pausetoken keygen -o FILE`"
             ),
         ),
     ],
@@ -615,7 +698,8 @@ def test_a_bad_inline_key_set_names_its_variable(
 ) -> None:
     monkeypatch.setenv("PAUSETOKEN_KEYS", _PEM)
     assert main(["inspect", token, "--verify"]) == 2
-    assert "error [key_is_pem] PAUSETOKEN_KEYS: the key set is PEM" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "error [key_is_pem] PAUSETOKEN_KEYS in the environment: the key set is PEM" in err
 
 
 # -- inspect --json ---------------------------------------------------------------------------
@@ -718,7 +802,7 @@ def test_status_of_an_expired_token_is_expired(
     ],
 )
 def test_scope_forms(text: str, scope: Scope) -> None:
-    assert _cli._parse_scope(text) == scope
+    assert parse_scope(text) == scope
 
 
 @pytest.mark.parametrize(
@@ -745,8 +829,7 @@ def test_status_without_settings_says_what_to_set(
     assert main(["status", acme_token, "--scope", "acme"]) == 2
     err = capsys.readouterr().err
     assert "error [settings_missing] pausetoken is not configured: set PAUSETOKEN_STORE_URL" in err
-    assert "hint: `pausetoken keygen -o FILE` writes a key set" in err
-    assert "PAUSETOKEN_STORE_URL names the store" in err
+    assert f"hint: {ConfigurationError.actions['settings_missing']}" in err
 
 
 @pytest.mark.usefixtures("service_env")
@@ -853,6 +936,7 @@ def bench_dir(tmp_path: Path) -> Path:
     return directory
 
 
+@pytest.mark.slow  # starts interpreters
 def test_bench_prints_the_ratio_table_and_passes_quick_through(
     bench_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -868,6 +952,7 @@ def test_bench_prints_the_ratio_table_and_passes_quick_through(
     assert "1/1" in err  # the progress bar
 
 
+@pytest.mark.slow  # starts interpreters
 def test_bench_reports_a_failing_benchmark(
     bench_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -891,14 +976,14 @@ def test_bench_refuses_an_unknown_benchmark(
 def test_bench_outside_a_checkout_says_the_benchmarks_are_not_installed(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_cli, "_checkouts", lambda: iter(()))
+    monkeypatch.setattr(bench, "_checkouts", lambda: iter(()))
     assert main(["bench"]) == 2
     err = capsys.readouterr().err
     assert (
         "pausetoken bench: error [cli_benchmarks_missing] the benchmarks are scripts in a "
         "checkout of the pausetoken repository (benchmarks/), not part of the installed package"
     ) in err
-    assert "hint: run it in a clone of the pausetoken repository, or pass --dir DIR" in err
+    assert f"hint: {ConfigurationError.actions['cli_benchmarks_missing']}" in err
 
 
 def test_bench_with_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -906,6 +991,7 @@ def test_bench_with_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFi
     assert "[cli_benchmarks_missing] --dir" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts interpreters
 def test_bench_runs_the_verify_benchmark_of_this_checkout(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -913,3 +999,215 @@ def test_bench_runs_the_verify_benchmark_of_this_checkout(
     out = capsys.readouterr().out
     assert "ours / joserfc" in out
     assert "hostile reject / normal reject (worst)" in out
+
+
+# -- commands contributed by distributions (the pausetoken.commands group) --------------------
+
+HELLO = """
+from pausetoken.cli import EXIT_OK, FunctionCommand
+
+def _arguments(parser):
+    parser.add_argument("--name", default="world")
+
+def _run(args):
+    print(f"hello {args.name}")
+    return EXIT_OK
+
+hello = FunctionCommand(help="say hello to someone", arguments=_arguments, run=_run)
+"""
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Site:
+    return Site(tmp_path / "site", monkeypatch)
+
+
+@pytest.fixture
+def hello(site: Site) -> str:
+    """A third party's distribution ``acme-hello`` adding ``pausetoken hello``; its module."""
+    module = site.module(HELLO)
+    site.distribution("acme-hello", "1.0", {GROUP: {"hello": f"{module}:hello"}})
+    return module
+
+
+def test_an_installed_command_runs_with_its_own_arguments(
+    hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hello", "--name", "ada"]) == 0
+    assert capsys.readouterr().out == "hello ada\n"
+
+
+def test_an_installed_command_has_its_own_help(
+    hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hello", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "say hello to someone" in out
+    assert "--name" in out
+
+
+def test_help_lists_installed_commands_without_importing_them(
+    hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.split()[:1] == ["hello"]]
+    assert "acme-hello 1.0" in line
+    assert hello not in sys.modules
+
+
+def test_a_command_module_is_imported_only_when_its_command_runs(
+    hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keygen"]) == 0
+    assert hello not in sys.modules
+    assert main(["hello"]) == 0
+    assert hello in sys.modules
+    assert capsys.readouterr().out.endswith("hello world\n")
+
+
+def test_a_known_command_that_is_not_installed_names_the_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hide_distributions(monkeypatch, "pausetoken-langgraph")
+    assert main(["demo", "--dir", "x"]) == 2
+    err = capsys.readouterr().err
+    install = install_hint("pausetoken[langgraph,sqlite,cli]", "pausetoken-langgraph[sqlite]")
+    assert (
+        "pausetoken demo: error [command_not_installed] the command 'demo' is not installed: "
+        f"it is provided by pausetoken-langgraph: {install}"
+    ) in err
+    assert f"hint: {BackendNotInstalled.action}" in err
+    assert main(["--help"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = [line.split()[0] for line in lines if line.startswith("    ") and line.strip()]
+    assert "demo" not in listed
+    assert "keygen" in listed
+
+
+def test_an_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nope"]) == 2
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_two_distributions_registering_one_command_is_an_error(
+    site: Site, hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.distribution("other-hello", "2.0", {GROUP: {"hello": f"{hello}:hello"}})
+    assert main(["hello"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "pausetoken hello: error [ambiguous_command] two distributions register the command "
+        "'hello': acme-hello 1.0 and other-hello 2.0; uninstall one of them"
+    ) in err
+    assert hello not in sys.modules
+    assert main(["keygen"]) == 0  # the others are not disturbed
+
+
+def test_a_command_named_like_a_built_in_one_is_an_error(
+    site: Site, hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site.distribution("acme-keys", "1.0", {GROUP: {"keygen": f"{hello}:hello"}})
+    assert main(["keygen"]) == 2
+    assert (
+        "error [ambiguous_command] two distributions register the command 'keygen': "
+        "pausetoken (built in) and acme-keys 1.0; uninstall one of them"
+    ) in capsys.readouterr().err
+
+
+def test_one_distribution_seen_twice_is_not_ambiguous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    again = Site(tmp_path / "again", monkeypatch)
+    again.distribution("acme-hello", "1.0", {GROUP: {"hello": f"{hello}:hello"}})
+    assert main(["hello"]) == 0
+    assert capsys.readouterr().out == "hello world\n"
+
+
+def test_a_command_that_fails_to_import_names_its_distribution(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = site.module("raise RuntimeError('details-of-the-failure')\n")
+    site.distribution("acme-broken", "1.0", {GROUP: {"broken": f"{module}:command"}})
+    assert main(["broken"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"pausetoken broken: error [command_import_failed] the command 'broken' "
+        f"({module}:command from acme-broken 1.0) failed to import: RuntimeError"
+    ) in err
+    assert f"hint: {ConfigurationError.actions['command_import_failed']}" in err
+    assert "details-of-the-failure" not in err
+    assert "Traceback" not in err
+    assert main(["broken", "--debug"]) == 2
+    assert "details-of-the-failure" in capsys.readouterr().err
+
+
+def test_a_command_missing_a_module_names_the_module(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = site.module("import pausetoken_no_such_module\n")
+    site.distribution("acme-broken", "1.0", {GROUP: {"broken": f"{module}:command"}})
+    assert main(["broken"]) == 2
+    assert (
+        f"error [command_import_failed] the command 'broken' ({module}:command from "
+        "acme-broken 1.0) cannot be imported: ModuleNotFoundError for 'pausetoken_no_such_module'"
+    ) in capsys.readouterr().err
+
+
+def test_an_entry_point_that_is_not_a_command_is_refused(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = site.module("command = object()\n")
+    site.distribution("acme-odd", "1.0", {GROUP: {"odd": f"{module}:command"}})
+    assert main(["odd"]) == 2
+    assert (
+        f"error [command_invalid] the command 'odd' ({module}:command from acme-odd 1.0) is "
+        "not a command: it needs help, arguments and run"
+    ) in capsys.readouterr().err
+
+
+def test_a_broken_command_disturbs_neither_help_nor_the_others(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = site.module("raise RuntimeError('boom')\n")
+    site.distribution("acme-broken", "1.0", {GROUP: {"broken": f"{module}:command"}})
+    assert main(["--help"]) == 0
+    assert "acme-broken" in capsys.readouterr().out
+    assert main(["keygen"]) == 0
+
+
+@pytest.mark.slow
+def test_help_in_a_fresh_interpreter_imports_no_command_module_and_no_backend() -> None:
+    code = (
+        "import json, sys\n"
+        "from pausetoken.__main__ import main\n"
+        "status = main(['--help'])\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in "
+        "{'pausetoken_langgraph', 'pausetoken_sqlalchemy', 'langgraph', 'sqlalchemy', 'rich'}]\n"
+        "sys.stderr.write(json.dumps([status, sorted(loaded)]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(done.stderr) == [0, []]
+
+
+def test_version_names_the_distributions_that_plug_in(
+    hello: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--version"]) == 0
+    assert "acme-hello 1.0" in capsys.readouterr().out
+
+
+def test_the_door_for_command_authors_is_documented() -> None:
+    import pausetoken.cli
+
+    for name in pausetoken.cli.__all__:
+        obj = getattr(pausetoken.cli, name)
+        if callable(obj):
+            assert obj.__doc__, f"pausetoken.cli.{name} has no docstring"
+
+
+def test_every_built_in_command_follows_the_protocol() -> None:
+    for builtin in COMMANDS:
+        assert isinstance(builtin.command, Command)

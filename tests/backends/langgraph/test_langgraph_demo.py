@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import secrets
 import socket
 import sys
@@ -12,6 +13,7 @@ import pytest
 from langgraph.types import Command
 from langgraph_support import postgresql_url
 
+from pausetoken import cli
 from pausetoken._cli import main
 from pausetoken._install import install_hint
 from pausetoken_langgraph import Resumed, _demo
@@ -100,18 +102,16 @@ def test_a_demo_step_that_misbehaves_fails_the_run(
     assert "FAIL: " in out
 
 
-def test_the_demo_without_the_langgraph_distribution_names_the_install(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+def test_the_demo_is_a_command_the_langgraph_distribution_adds(
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setitem(sys.modules, "pausetoken_langgraph._demo", None)
-
-    status = main(["demo", "--dir", str(tmp_path)])
-
-    err = capsys.readouterr().err
-    assert status == 2
-    assert "pausetoken demo: error [demo_not_installed] the demo runs a LangGraph graph" in err
-    hint = install_hint("pausetoken[langgraph,sqlite,cli]", "pausetoken-langgraph[sqlite]")
-    assert f"hint: {hint}" in err
+    [entry_point] = importlib.metadata.entry_points(group=cli.GROUP, name="demo")
+    assert entry_point.dist is not None
+    assert entry_point.dist.name == "pausetoken-langgraph"
+    assert isinstance(entry_point.load(), cli.Command)
+    assert main(["--help"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["demo"]]
+    assert "from pausetoken-langgraph" in line
 
 
 def test_the_demo_without_rich_names_the_cli_extra(
@@ -170,7 +170,7 @@ def test_an_unusable_checkpointer_url_is_refused_before_anything_is_printed(
     assert status == 2
     assert out == ""
     assert f"pausetoken demo: error [cli_usage] {message}" in err
-    assert "hint: `pausetoken demo --help` lists the options" in err
+    assert "hint: Run pausetoken demo --help for the arguments." in err
 
 
 def test_a_checkpointer_that_refuses_says_what_failed(

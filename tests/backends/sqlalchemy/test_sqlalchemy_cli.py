@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from pausetoken._cli import main
+from pausetoken.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,7 +73,7 @@ def test_store_check_of_a_missing_database_names_it(
     ) in captured.err
     assert said in captured.out
     assert captured.out.count("not run") == 6
-    assert "hint: waiting will not help" in captured.err
+    assert f"hint: {ConfigurationError.actions['store_misconfigured']}" in captured.err
 
 
 def _free_port() -> int:
