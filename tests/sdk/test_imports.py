@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 BACKEND_MODULES = ("sqlalchemy", "langgraph", "redis", "pymongo", "asyncpg", "asyncmy")
 
@@ -25,3 +31,49 @@ def test_every_public_name_is_exported_and_documented() -> None:
     for name in pausetoken.__all__:
         obj = getattr(pausetoken, name)
         assert getattr(obj, "__doc__", None), f"{name} has no docstring"
+
+
+# The core never imports a backend: backends import the core (and plug in through entry
+# points), so an import the other way would be a cycle between distributions.
+_BACKENDS = frozenset({"pausetoken_sqlalchemy", "pausetoken_langgraph", "langgraph", "sqlalchemy"})
+_SDK = Path(__file__).resolve().parents[2] / "sdk" / "src"
+
+
+def _imported_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Every module a source imports, at any depth, by statement or by name to import_module."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.lineno, node.module
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.lineno, node.args[0].value
+
+
+def test_the_core_imports_no_backend() -> None:
+    sources = sorted(_SDK.rglob("*.py"))
+    assert len(sources) > 20, "the scan no longer finds the core's sources"
+    found = [
+        f"{path.relative_to(_SDK)}:{line} imports {module}"
+        for path in sources
+        for line, module in _imported_modules(ast.parse(path.read_text(), str(path)))
+        if module.split(".")[0] in _BACKENDS
+    ]
+    assert found == []
+
+
+def test_the_backend_import_scan_sees_every_form_of_import() -> None:
+    source = (
+        "import sqlalchemy.ext\n"
+        "def f():\n"
+        "    from pausetoken_langgraph._demo import run_demo\n"
+        "    importlib.import_module('langgraph.graph')\n"
+    )
+    modules = [module for _, module in _imported_modules(ast.parse(source))]
+    assert modules == ["sqlalchemy.ext", "pausetoken_langgraph._demo", "langgraph.graph"]
