@@ -23,7 +23,6 @@ from pausetoken import (
     open_store,
     redact_url,
 )
-from pausetoken._install import install_hint
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     BackendNotInstalled,
@@ -34,6 +33,7 @@ from pausetoken.exceptions import (
     RedemptionInProgress,
     ScopeMismatch,
 )
+from pausetoken.plugins import install_hint
 from pausetoken_langgraph._ask import ask
 from pausetoken_langgraph._reader import LangGraphCheckpoints
 from pausetoken_langgraph._resume import mint_pending, resume
