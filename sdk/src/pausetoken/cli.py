@@ -28,7 +28,7 @@ hello = FunctionCommand("say hello", arguments, run)
 The module is imported only when its command runs; ``pausetoken --help`` lists the
 command by name with the distribution that provides it. Errors raised from ``run`` as
 [`PauseTokenError`][pausetoken.exceptions.PauseTokenError] are reported like those of the
-built-in commands. See the [command line](../cli.md#adding-a-command) page.
+built-in commands. The documentation's Command line page, "Adding a command", says more.
 """
 
 from __future__ import annotations
