@@ -1177,13 +1177,14 @@ def test_a_broken_command_disturbs_neither_help_nor_the_others(
 
 
 @pytest.mark.slow
-def test_help_in_a_fresh_interpreter_imports_no_command_module_and_no_backend() -> None:
+def test_help_in_a_fresh_interpreter_imports_no_command_module_backend_or_crypto() -> None:
     code = (
         "import json, sys\n"
         "from pausetoken.__main__ import main\n"
         "status = main(['--help'])\n"
         "loaded = [m for m in sys.modules if m.split('.')[0] in "
-        "{'pausetoken_langgraph', 'pausetoken_sqlalchemy', 'langgraph', 'sqlalchemy', 'rich'}]\n"
+        "{'pausetoken_langgraph', 'pausetoken_sqlalchemy', 'langgraph', 'sqlalchemy', 'rich',"
+        " 'joserfc', 'cattrs'}]\n"
         "sys.stderr.write(json.dumps([status, sorted(loaded)]))\n"
     )
     done = subprocess.run(
