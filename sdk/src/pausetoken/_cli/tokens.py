@@ -86,15 +86,16 @@ def _verifying(args: argparse.Namespace) -> Settings:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from pausetoken._registry import load_signer  # noqa: PLC0415 - loaded when the command runs
+    from pausetoken._policy import DEFAULT_MAX_TOKEN_BYTES  # noqa: PLC0415 - loaded on use
+    from pausetoken._registry import load_signer  # noqa: PLC0415
     from pausetoken._verify import decode_unverified, verify_token  # noqa: PLC0415
 
     if not args.json:
         require_rich("inspect", json_ok=True)
     token = read_token(args.token)
     settings = _verifying(args) if args.verify else None
-    limit = {} if settings is None else {"max_token_bytes": settings.max_token_bytes}
-    header, claims = decode_unverified(token, **limit)
+    limit = DEFAULT_MAX_TOKEN_BYTES if settings is None else settings.max_token_bytes
+    header, claims = decode_unverified(token, max_token_bytes=limit)
     if settings is not None:
         name = args.signer or ("sealed" if "enc" in header else "jose")
         signer = load_signer(name).from_keys(settings.keys)
@@ -109,23 +110,23 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _render_token(
-    console: Console, header: Mapping[str, Any], claims: Mapping[str, Any] | None, status: str
+    out: Console, header: Mapping[str, Any], claims: Mapping[str, Any] | None, status: str
 ) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich is an optional extra
     from rich.text import Text  # noqa: PLC0415
 
     style = "bold green" if status == "VERIFIED" else "bold yellow"
-    console.print(Text(status, style=style))
+    out.print(Text(status, style=style))
     if status != "VERIFIED":
-        console.print(Text("Nothing below is trusted: the signature and claims were not checked."))
+        out.print(Text("Nothing below is trusted: the signature and claims were not checked."))
     table = Table(title="header", show_header=True)
     table.add_column("field", overflow="fold")
     table.add_column("value", overflow="fold")
     for name, value in header.items():
         table.add_row(Text(cell(name)), Text(cell(value)))
-    console.print(table)
+    out.print(table)
     if claims is None:
-        console.print(Text("claims: sealed (encrypted); use --verify with the key set"))
+        out.print(Text("claims: sealed (encrypted); use --verify with the key set"))
         return
     table = Table(title="claims", show_header=True)
     table.add_column("claim", overflow="fold")
@@ -138,7 +139,7 @@ def _render_token(
             except (OverflowError, OSError, ValueError):
                 shown += "  (out of range)"
         table.add_row(Text(cell(name)), Text(shown))
-    console.print(table)
+    out.print(table)
 
 
 # -- status and revoke ----------------------------------------------------------------------
