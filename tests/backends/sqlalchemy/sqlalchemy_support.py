@@ -1,17 +1,22 @@
-"""Claim requests shared by the SQLAlchemy store tests."""
+"""Pause keys and claim requests shared by the SQLAlchemy store tests."""
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from datetime import datetime, timedelta
 
-from pausetoken._claims import new_jti
 from pausetoken.plugins import ClaimRequest
 
 SCOPE = hashlib.sha256(b"scope").hexdigest()
 ANSWER = hashlib.sha256(b"answer").hexdigest()
 LEASE = timedelta(seconds=30)
 TTL = timedelta(hours=1)
+
+
+def new_pause_key() -> str:
+    """A fresh pause key, written as the service writes them (43 base64url characters)."""
+    return secrets.token_urlsafe(32)
 
 
 def claim_request(
@@ -30,7 +35,7 @@ def claim_request(
         name="approval",
         response_hash=answer,
         expires_at=expires_at or now + TTL,
-        lease_id=lease_id or new_jti(),
+        lease_id=lease_id or new_pause_key(),
         lease_until=now + lease,
         now=now,
     )

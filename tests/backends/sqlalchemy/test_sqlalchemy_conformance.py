@@ -15,7 +15,7 @@ from pausetoken_sqlalchemy import SQLAlchemyStore
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
 
-    from pausetoken import TokenStore
+    from pausetoken.plugins import TokenStore
 
 
 class _Conformance(StoreConformance):

@@ -14,9 +14,8 @@ import asyncmy
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy.engine import make_url
-from sqlalchemy_support import LEASE, SCOPE, claim_request
+from sqlalchemy_support import LEASE, SCOPE, claim_request, new_pause_key
 
-from pausetoken._claims import new_jti
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome
 from pausetoken_sqlalchemy import SQLAlchemyStore
@@ -70,14 +69,14 @@ class Admin:
             await cursor.execute(sql, args)
             return list(await cursor.fetchall())
 
-    async def lock_new_row(self, table: str, jti: str) -> None:
-        """Insert ``jti`` in a transaction left open: claims of it wait for its lock."""
+    async def lock_new_row(self, table: str, key: str) -> None:
+        """Insert the pause ``key`` in a transaction left open: claims of it wait for its lock."""
         await self.execute("BEGIN")
         await self.execute(
             f"INSERT INTO {table} (jti, scope_hash, name, state, lease_id, lease_until_us,"  # noqa: S608 - our own generated table name
             " expires_at_us, created_at_us, updated_at_us)"
             " VALUES (%s, %s, 'admin', 'claimed', 'admin', 0, 0, 0, 0)",
-            jti.encode(),
+            key.encode(),
             SCOPE,
         )
 
@@ -136,11 +135,11 @@ async def test_a_connection_killed_mid_claim_fails_closed_and_the_next_call_succ
 ) -> None:
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
         now = _now()
-        await store.claim(claim_request(new_jti(), now=now))  # holds one idle connection
+        await store.claim(claim_request(new_pause_key(), now=now))  # holds one idle connection
         (victim,) = await _held_ids(store, admin)
-        jti = new_jti()
-        await admin.lock_new_row(store.table.name, jti)
-        blocked = asyncio.create_task(store.claim(claim_request(jti, now=now)))
+        key = new_pause_key()
+        await admin.lock_new_row(store.table.name, key)
+        blocked = asyncio.create_task(store.claim(claim_request(key, now=now)))
         await admin.wait_until_blocked(victim)
         await admin.kill(victim)
         with pytest.raises(StoreUnavailable) as caught:
@@ -149,8 +148,8 @@ async def test_a_connection_killed_mid_claim_fails_closed_and_the_next_call_succ
         await admin.rollback()
 
         # The killed claim never took effect; the next caller is the one and only winner.
-        first = await store.claim(claim_request(jti, now=now))
-        second = await store.claim(claim_request(jti, now=now))
+        first = await store.claim(claim_request(key, now=now))
+        second = await store.claim(claim_request(key, now=now))
         assert (first.outcome, second.outcome) == (
             ClaimOutcome.CLAIMED,
             ClaimOutcome.IN_PROGRESS,
@@ -162,16 +161,18 @@ async def test_every_held_connection_dropped_at_once_costs_at_most_one_failed_ca
 ) -> None:
     async with SQLAlchemyStore.from_url(url, table_name=table_name, pool_size=4) as store:
         now = _now()
-        await asyncio.gather(*(store.claim(claim_request(new_jti(), now=now)) for _ in range(8)))
+        await asyncio.gather(
+            *(store.claim(claim_request(new_pause_key(), now=now)) for _ in range(8))
+        )
         victims = await _held_ids(store, admin)
         assert len(victims) > 1
         for victim in victims:  # what a server restart does to a pool
             await admin.kill(victim)
-        jti = new_jti()
+        key = new_pause_key()
         with pytest.raises(StoreUnavailable):
-            await store.claim(claim_request(jti, now=now))
+            await store.claim(claim_request(key, now=now))
         results = await asyncio.gather(
-            *(store.claim(claim_request(jti, now=now)) for _ in range(4))
+            *(store.claim(claim_request(key, now=now)) for _ in range(4))
         )
         assert sorted(r.outcome.value for r in results) == sorted(
             [ClaimOutcome.CLAIMED.value] + [ClaimOutcome.IN_PROGRESS.value] * 3
@@ -183,10 +184,10 @@ async def test_an_idle_connection_the_server_dropped_is_replaced_without_an_erro
 ) -> None:
     async with SQLAlchemyStore.from_url(url, table_name=table_name, ping_after=0) as store:
         now = _now()
-        await store.claim(claim_request(new_jti(), now=now))
+        await store.claim(claim_request(new_pause_key(), now=now))
         (victim,) = await _held_ids(store, admin)
         await admin.kill(victim)
-        result = await store.claim(claim_request(new_jti(), now=now))
+        result = await store.claim(claim_request(new_pause_key(), now=now))
         assert result.outcome is ClaimOutcome.CLAIMED
         assert victim not in await _held_ids(store, admin)
 
@@ -197,9 +198,9 @@ async def test_a_claim_that_times_out_fails_closed_and_never_wins_twice(
     async with SQLAlchemyStore.from_url(url, table_name=table_name, timeout=0.5) as store:
         now = _now()
         await store.ensure_schema()
-        jti = new_jti()
-        timed_out = claim_request(jti, now=now)
-        await admin.lock_new_row(store.table.name, jti)
+        key = new_pause_key()
+        timed_out = claim_request(key, now=now)
+        await admin.lock_new_row(store.table.name, key)
         with pytest.raises(StoreUnavailable) as caught:
             await store.claim(timed_out)
         assert isinstance(caught.value.__cause__, TimeoutError)
@@ -208,11 +209,11 @@ async def test_a_claim_that_times_out_fails_closed_and_never_wins_twice(
         # The server may still finish the abandoned statement (its lease then holds the
         # token until it lapses); either way exactly one later caller wins.
         moment = now
-        after = await store.claim(claim_request(jti, now=moment))
+        after = await store.claim(claim_request(key, now=moment))
         if after.outcome is ClaimOutcome.IN_PROGRESS:
             assert after.lease_until == timed_out.lease_until
             moment = now + LEASE
-            after = await store.claim(claim_request(jti, now=moment))
+            after = await store.claim(claim_request(key, now=moment))
         assert after.outcome is ClaimOutcome.CLAIMED
-        again = await store.claim(claim_request(jti, now=moment))
+        again = await store.claim(claim_request(key, now=moment))
         assert again.outcome is ClaimOutcome.IN_PROGRESS

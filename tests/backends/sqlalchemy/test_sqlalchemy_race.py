@@ -11,8 +11,8 @@ import asyncio
 import os
 
 from sqlalchemy import func, select
+from sqlalchemy_support import new_pause_key
 
-from pausetoken._claims import new_jti
 from pausetoken.testing import race_processes
 from pausetoken_sqlalchemy import SQLAlchemyStore
 
@@ -23,18 +23,18 @@ TOKENS = int(os.environ.get("PAUSETOKEN_RACE_TOKENS") or 2000)
 async def test_processes_racing_for_the_same_tokens_get_exactly_one_winner_each(
     url: str, table_name: str
 ) -> None:
-    jtis = [new_jti() for _ in range(TOKENS)]
+    keys = [new_pause_key() for _ in range(TOKENS)]
     counts = await asyncio.to_thread(
         race_processes,
         url,
-        jtis,
+        keys,
         processes=PROCESSES,
         # Every claim of a process shares one SQLite connection: the last of 2,000 waits
         # behind the others, longer than the default per-operation timeout.
         options={"table_name": table_name, "timeout": 120},
         timeout=600,
     )
-    assert counts == dict.fromkeys(jtis, 1)
+    assert counts == dict.fromkeys(keys, 1)
 
     store = SQLAlchemyStore.from_url(url, table_name=table_name)
     try:

@@ -15,9 +15,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy_support import claim_request
+from sqlalchemy_support import claim_request, new_pause_key
 
-from pausetoken._claims import new_jti
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken_sqlalchemy import SCHEMA_TABLE_NAME, SQLAlchemyStore
 
@@ -165,10 +164,10 @@ async def test_every_operation_fails_closed_within_its_timeout_in_a_partition(
     async with SQLAlchemyStore.from_url(silent, table_name=table_name, timeout=TIMEOUT) as store:
         for name, op in [
             ("check", store.check),
-            ("claim", lambda: store.claim(claim_request(new_jti(), now=now))),
-            ("status", lambda: store.status(new_jti())),
+            ("claim", lambda: store.claim(claim_request(new_pause_key(), now=now))),
+            ("status", lambda: store.status(new_pause_key())),
             ("ensure_schema", store.ensure_schema),
-            ("claim again", lambda: store.claim(claim_request(new_jti(), now=now))),
+            ("claim again", lambda: store.claim(claim_request(new_pause_key(), now=now))),
         ]:
             started = time.monotonic()
             with pytest.raises(StoreUnavailable) as caught:

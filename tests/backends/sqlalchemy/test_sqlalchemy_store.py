@@ -12,14 +12,11 @@ from typing import TYPE_CHECKING
 import pytest
 from sqlalchemy import MetaData, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy_support import SCOPE, claim_request
+from sqlalchemy_support import SCOPE, claim_request, new_pause_key
 
-from pausetoken import TokenStore
-from pausetoken._claims import new_jti
-from pausetoken._install import install_hint
-from pausetoken._registry import open_store
+from pausetoken import open_store
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
-from pausetoken.plugins import ClaimOutcome
+from pausetoken.plugins import ClaimOutcome, TokenStore, install_hint
 from pausetoken_sqlalchemy import (
     PURGE_BATCH,
     SCHEMA_VERSION,
@@ -42,7 +39,7 @@ def _now() -> datetime:
 
 
 async def test_pause_keys_differing_only_in_case_are_two_rows(store: SQLAlchemyStore) -> None:
-    now, rest = _now(), new_jti()
+    now, rest = _now(), new_pause_key()
     lower, upper = "aB" + rest, "Ab" + rest
     first = await store.claim(claim_request(lower, now=now))
     second = await store.claim(claim_request(upper, now=now, answer=OTHER))
@@ -55,7 +52,7 @@ async def test_pause_keys_differing_only_in_case_are_two_rows(store: SQLAlchemyS
 async def test_the_schema_is_created_on_first_use_with_a_version_marker(
     store: SQLAlchemyStore,
 ) -> None:
-    assert (await store.claim(claim_request(new_jti(), now=_now()))).outcome is (
+    assert (await store.claim(claim_request(new_pause_key(), now=_now()))).outcome is (
         ClaimOutcome.CLAIMED
     )
     marker = make_schema_table(MetaData())
@@ -71,7 +68,7 @@ async def test_the_schema_is_created_on_first_use_with_a_version_marker(
 async def test_ensure_schema_twice_is_harmless(store: SQLAlchemyStore) -> None:
     await store.ensure_schema()
     await store.ensure_schema()
-    assert await store.status(new_jti()) is None
+    assert await store.status(new_pause_key()) is None
 
 
 async def test_many_stores_creating_the_schema_at_once_all_succeed(
@@ -82,7 +79,7 @@ async def test_many_stores_creating_the_schema_at_once_all_succeed(
         await asyncio.gather(*(s.ensure_schema() for s in stores))
         now = _now()
         results = await asyncio.gather(
-            *(s.claim(claim_request(new_jti(), now=now)) for s in stores)
+            *(s.claim(claim_request(new_pause_key(), now=now)) for s in stores)
         )
         assert {r.outcome for r in results} == {ClaimOutcome.CLAIMED}
     finally:
@@ -153,7 +150,7 @@ async def test_a_shared_engine_is_not_disposed_when_the_store_closes(
     try:
         store = SQLAlchemyStore.from_engine(engine, table_name=table_name)
         now = _now()
-        assert (await store.claim(claim_request(new_jti(), now=now))).outcome is (
+        assert (await store.claim(claim_request(new_pause_key(), now=now))).outcome is (
             ClaimOutcome.CLAIMED
         )
         await store.aclose()
@@ -161,7 +158,7 @@ async def test_a_shared_engine_is_not_disposed_when_the_store_closes(
         async with engine.connect() as conn:
             assert (await conn.execute(text("SELECT 1"))).scalar_one() == 1
         with pytest.raises(StoreUnavailable, match="closed"):
-            await store.claim(claim_request(new_jti(), now=now))
+            await store.claim(claim_request(new_pause_key(), now=now))
     finally:
         await engine.dispose()
 
@@ -174,7 +171,7 @@ async def test_a_store_on_a_shared_engine_leaves_its_isolation_level_as_it_was(
         async with engine.connect() as conn:
             before = await conn.get_isolation_level()
         async with SQLAlchemyStore(engine, table_name=table_name) as store:
-            await store.claim(claim_request(new_jti(), now=_now()))
+            await store.claim(claim_request(new_pause_key(), now=_now()))
         async with engine.connect() as conn:
             assert await conn.get_isolation_level() == before
     finally:
@@ -186,7 +183,7 @@ async def test_the_registry_opens_the_store_by_url(url: str, table_name: str) ->
     try:
         assert isinstance(store, SQLAlchemyStore)
         assert isinstance(store, TokenStore)
-        assert (await store.claim(claim_request(new_jti(), now=_now()))).outcome is (
+        assert (await store.claim(claim_request(new_pause_key(), now=_now()))).outcome is (
             ClaimOutcome.CLAIMED
         )
     finally:
@@ -281,7 +278,7 @@ async def test_an_unreachable_server_fails_closed_without_showing_the_password(
     caplog.set_level(logging.DEBUG)
     async with SQLAlchemyStore.from_url(url, timeout=5) as store:
         with pytest.raises(StoreUnavailable) as caught:
-            await store.claim(claim_request(new_jti(), now=_now()))
+            await store.claim(claim_request(new_pause_key(), now=_now()))
         assert "s3cr3t-pw" not in str(caught.value)
         assert "***" in str(caught.value)
         assert "s3cr3t-pw" not in repr(store)
@@ -291,7 +288,7 @@ async def test_an_unreachable_server_fails_closed_without_showing_the_password(
 def test_naive_times_are_refused_before_any_database_work(tmp_path: Path) -> None:
     store = SQLAlchemyStore.from_url(f"sqlite+aiosqlite:///{tmp_path}/t.db")
     naive = datetime(2030, 1, 1)  # noqa: DTZ001 - the point of the test
-    request = claim_request(new_jti(), now=naive)
+    request = claim_request(new_pause_key(), now=naive)
     with pytest.raises(ValueError, match="timezone-aware"):
         asyncio.run(store.claim(request))
     assert not (tmp_path / "t.db").exists()
@@ -310,15 +307,15 @@ async def test_mysql_claims_make_the_driver_log_no_warnings(
     url: str, table_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="asyncmy")
-    now, jti, revoked = _now(), new_jti(), new_jti()
+    now, key, revoked = _now(), new_pause_key(), new_pause_key()
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
         await store.ensure_schema()
         caplog.clear()
-        outcomes = [(await store.claim(claim_request(jti, now=now, lease_id="lease-a"))).outcome]
-        outcomes.append((await store.claim(claim_request(jti, now=now))).outcome)
-        await store.commit(jti, "lease-a", now + timedelta(hours=1))
-        outcomes.append((await store.claim(claim_request(jti, now=now))).outcome)
-        outcomes.append((await store.claim(claim_request(jti, now=now, answer=OTHER))).outcome)
+        outcomes = [(await store.claim(claim_request(key, now=now, lease_id="lease-a"))).outcome]
+        outcomes.append((await store.claim(claim_request(key, now=now))).outcome)
+        await store.commit(key, "lease-a", now + timedelta(hours=1))
+        outcomes.append((await store.claim(claim_request(key, now=now))).outcome)
+        outcomes.append((await store.claim(claim_request(key, now=now, answer=OTHER))).outcome)
         await store.revoke(revoked, SCOPE, "approval", now + timedelta(hours=1), now)
         outcomes.append((await store.claim(claim_request(revoked, now=now))).outcome)
     assert outcomes == [

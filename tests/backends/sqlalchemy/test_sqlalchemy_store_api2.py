@@ -8,9 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
-from sqlalchemy_support import LEASE, SCOPE, claim_request
+from sqlalchemy_support import LEASE, SCOPE, claim_request, new_pause_key
 
-from pausetoken._claims import new_jti
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken_sqlalchemy import SQLAlchemyStore
@@ -29,7 +28,7 @@ def _now() -> datetime:
 async def test_purge_never_reopens_a_revoked_pause_whose_expiry_was_raised(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     short, longer = now + timedelta(hours=1), now + timedelta(hours=5)
     longest = now + timedelta(hours=9)
     assert (await store.revoke(key, SCOPE, "approval", short, now)).expires_at == short
@@ -46,7 +45,7 @@ async def test_purge_never_reopens_a_revoked_pause_whose_expiry_was_raised(
 async def test_purge_never_reopens_a_pause_whose_commit_raised_the_expiry(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     short, longer = now + timedelta(hours=1), now + timedelta(hours=5)
     await store.claim(claim_request(key, now=now, lease_id="lease-a", expires_at=short))
     assert await store.commit(key, "lease-a", longer) is True
@@ -64,7 +63,7 @@ async def test_purge_never_reopens_a_pause_whose_commit_raised_the_expiry(
 async def test_a_claim_that_finds_a_live_lease_still_raises_the_expiry(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     short, longer = now + timedelta(hours=1), now + timedelta(hours=5)
     first = claim_request(key, now=now, lease_id="lease-a", expires_at=short)
     await store.claim(first)
@@ -83,7 +82,7 @@ async def test_a_claim_that_finds_a_live_lease_still_raises_the_expiry(
 async def test_revoking_a_live_claim_leaves_it_claimed_and_the_holder_can_commit(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     request = claim_request(key, now=now, lease_id="lease-a")
     await store.claim(request)
     later = now + timedelta(hours=3)
@@ -101,7 +100,7 @@ async def test_revoking_a_live_claim_leaves_it_claimed_and_the_holder_can_commit
 async def test_revoking_a_lapsed_claim_revokes_it_and_voids_the_lease(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     await store.claim(claim_request(key, now=now, lease_id="lease-a"))
     record = await store.revoke(key, OTHER_SCOPE, "other", now + timedelta(hours=2), now + LEASE)
     assert record.state is PauseState.REVOKED
@@ -118,7 +117,7 @@ async def test_revoking_a_lapsed_claim_revokes_it_and_voids_the_lease(
 async def test_revoking_an_absent_pause_records_the_callers_scope_and_name(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     record = await store.revoke(key, OTHER_SCOPE, "other", now + timedelta(hours=1), now)
     assert (record.pause_key, record.state) == (key, PauseState.REVOKED)
     assert (record.scope_hash, record.name) == (OTHER_SCOPE, "other")
@@ -129,7 +128,7 @@ async def test_revoking_an_absent_pause_records_the_callers_scope_and_name(
 
 
 async def test_a_second_commit_by_the_same_lease_is_confirmed(store: SQLAlchemyStore) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     await store.claim(claim_request(key, now=now, lease_id="lease-a"))
     assert await store.commit(key, "lease-a", now + timedelta(hours=1)) is True
     assert await store.commit(key, "lease-a", now + timedelta(hours=1)) is True
@@ -138,13 +137,13 @@ async def test_a_second_commit_by_the_same_lease_is_confirmed(store: SQLAlchemyS
     record = await store.status(key)
     assert record is not None
     assert (record.state, record.lease_id) == (PauseState.REDEEMED, "lease-a")
-    assert await store.commit(new_jti(), "lease-a", now) is False
+    assert await store.commit(new_pause_key(), "lease-a", now) is False
 
 
 async def test_the_holder_commits_after_its_lease_ran_out_unless_it_was_taken_over(
     store: SQLAlchemyStore,
 ) -> None:
-    now, kept, taken = _now(), new_jti(), new_jti()
+    now, kept, taken = _now(), new_pause_key(), new_pause_key()
     await store.claim(claim_request(kept, now=now, lease_id="lease-a"))
     assert await store.commit(kept, "lease-a", now) is True
     await store.claim(claim_request(taken, now=now, lease_id="lease-a"))
@@ -159,7 +158,7 @@ async def test_the_holder_commits_after_its_lease_ran_out_unless_it_was_taken_ov
 async def test_only_the_holder_renews_and_a_renewal_never_shortens_the_lease(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     request = claim_request(key, now=now, lease_id="lease-a")
     await store.claim(request)
     longer = request.lease_until + timedelta(minutes=5)
@@ -175,11 +174,11 @@ async def test_only_the_holder_renews_and_a_renewal_never_shortens_the_lease(
     assert (result.outcome, result.lease_until) == (ClaimOutcome.IN_PROGRESS, longer)
     await store.commit(key, "lease-a", now)
     assert await store.renew(key, "lease-a", longer + LEASE) is False
-    assert await store.renew(new_jti(), "lease-a", longer) is False
+    assert await store.renew(new_pause_key(), "lease-a", longer) is False
 
 
 async def test_a_reused_lease_id_on_a_live_claim_is_in_progress(store: SQLAlchemyStore) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     first = claim_request(key, now=now, lease_id="lease-a")
     assert (await store.claim(first)).outcome is ClaimOutcome.CLAIMED
     again = await store.claim(claim_request(key, now=now, lease_id="lease-a"))
@@ -192,7 +191,7 @@ async def test_a_reused_lease_id_on_a_live_claim_is_in_progress(store: SQLAlchem
 async def test_a_takeover_overwrites_the_holders_fields_and_keeps_the_later_expiry(
     store: SQLAlchemyStore,
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     longer = now + timedelta(hours=5)
     await store.claim(claim_request(key, now=now, lease_id="lease-a", expires_at=longer))
     later = now + LEASE
@@ -243,7 +242,7 @@ async def _table_exists(url: str, name: str) -> bool:
 async def test_a_dropped_table_is_refused_and_never_created_again(
     url: str, table_name: str
 ) -> None:
-    now, key = _now(), new_jti()
+    now, key = _now(), new_pause_key()
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as running:
         await running.check()
         await running.claim(claim_request(key, now=now, lease_id="lease-a"))
@@ -278,5 +277,5 @@ async def test_a_fresh_database_gets_both_tables_and_check_passes(
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
         await store.check()
         await store.check()  # once per start-up, but harmless twice
-        assert await store.status(new_jti()) is None
+        assert await store.status(new_pause_key()) is None
     assert await _table_exists(url, table_name)

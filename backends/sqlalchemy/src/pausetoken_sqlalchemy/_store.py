@@ -21,14 +21,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from pausetoken import redact_url
-from pausetoken._install import install_hint
 from pausetoken.exceptions import (
     BackendNotInstalled,
     ConfigurationError,
     PauseTokenError,
     StoreUnavailable,
 )
+from pausetoken.plugins import STORE_API_VERSION, install_hint, redact_url
 from pausetoken_sqlalchemy._connections import ConnectionSet
 from pausetoken_sqlalchemy._failures import TABLE_MISSING, diagnose
 from pausetoken_sqlalchemy._schema import (
@@ -287,10 +286,9 @@ class SQLAlchemyStore:
         ConfigurationError: The engine uses another driver, or an option is invalid.
     """
 
-    #: The store protocol version this class implements: ``pausetoken.TokenStore`` 2
-    #: (renew, check, pause keys, expiry only raised, idempotent commit, live claims
-    #: survive revoke). A literal, so the backend reads nothing private from the core.
-    api_version: ClassVar[int] = 2
+    #: The store protocol version this class implements (``pausetoken.plugins``'
+    #: ``STORE_API_VERSION``).
+    api_version: ClassVar[int] = STORE_API_VERSION
 
     def __init__(
         self,
