@@ -73,7 +73,7 @@ class Admin:
         """Insert the pause ``key`` in a transaction left open: claims of it wait for its lock."""
         await self.execute("BEGIN")
         await self.execute(
-            f"INSERT INTO {table} (jti, scope_hash, name, state, lease_id, lease_until_us,"  # noqa: S608 - our own generated table name
+            f"INSERT INTO {table} (pause_key, scope_hash, name, state, lease_id, lease_until_us,"  # noqa: S608 - our own generated table name
             " expires_at_us, created_at_us, updated_at_us)"
             " VALUES (%s, %s, 'admin', 'claimed', 'admin', 0, 0, 0, 0)",
             key.encode(),

@@ -18,10 +18,13 @@ from pausetoken import open_store
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, TokenStore, install_hint
 from pausetoken_sqlalchemy import (
+    DEFAULT_TABLE_NAME,
     PURGE_BATCH,
     SCHEMA_VERSION,
     SQLAlchemyStore,
     make_schema_table,
+    metadata,
+    redemptions_table,
 )
 
 if TYPE_CHECKING:
@@ -45,8 +48,25 @@ async def test_pause_keys_differing_only_in_case_are_two_rows(store: SQLAlchemyS
     second = await store.claim(claim_request(upper, now=now, answer=OTHER))
     assert (first.outcome, second.outcome) == (ClaimOutcome.CLAIMED, ClaimOutcome.CLAIMED)
     async with store.engine.connect() as conn:
-        keys = (await conn.execute(select(store.table.c.jti))).scalars().all()
+        keys = (await conn.execute(select(store.table.c.pause_key))).scalars().all()
     assert sorted(bytes(k) for k in keys) == sorted([lower.encode(), upper.encode()])
+
+
+async def test_the_exported_tables_created_by_a_migration_serve_the_store(
+    url_for: Callable[[str], str],
+) -> None:
+    assert redemptions_table.name == DEFAULT_TABLE_NAME
+    assert [column.name for column in redemptions_table.primary_key] == ["pause_key"]
+    engine = create_async_engine(url_for("sqlite"))
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)  # what a migration of target_metadata does
+        async with SQLAlchemyStore(engine) as store:
+            assert await store.ensure_schema() is False  # found, not created
+            result = await store.claim(claim_request(new_pause_key(), now=_now()))
+            assert result.outcome is ClaimOutcome.CLAIMED
+    finally:
+        await engine.dispose()
 
 
 async def test_the_schema_is_created_on_first_use_with_a_version_marker(
@@ -110,7 +130,7 @@ async def test_purge_deletes_in_batches_and_returns_the_total(
     cutoff_us = 2_000_000_000_000_000
     rows = [
         {
-            "jti": f"purge-{i:06d}".encode(),
+            "pause_key": f"purge-{i:06d}".encode(),
             "scope_hash": SCOPE,
             "name": "approval",
             "state": "redeemed",

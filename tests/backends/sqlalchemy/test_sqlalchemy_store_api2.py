@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import Column, MetaData, Table, insert, inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_support import LEASE, SCOPE, claim_request, new_pause_key
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
-from pausetoken_sqlalchemy import SQLAlchemyStore
+from pausetoken_sqlalchemy import SCHEMA_VERSION, SQLAlchemyStore, make_schema_table, make_table
 
 OTHER_SCOPE = "b" * 64
 OTHER_ANSWER = "c" * 64
@@ -279,3 +279,66 @@ async def test_a_fresh_database_gets_both_tables_and_check_passes(
         await store.check()  # once per start-up, but harmless twice
         assert await store.status(new_pause_key()) is None
     assert await _table_exists(url, table_name)
+
+
+# -- a table from before the key column was renamed ----------------------------------------
+
+
+def _legacy_metadata(name: str, *, rename: dict[str, str], drop: tuple[str, ...] = ()) -> MetaData:
+    """The store's tables with ``name`` laid out as another build made it."""
+    current = make_table(name, MetaData())
+    legacy = MetaData()
+    Table(
+        name,
+        legacy,
+        *(
+            Column(
+                rename.get(column.name, column.name),
+                column.type,
+                primary_key=column.primary_key,
+                nullable=column.nullable,
+            )
+            for column in current.columns
+            if column.name not in drop
+        ),
+    )
+    make_schema_table(legacy)
+    return legacy
+
+
+async def _create_with_marker(url: str, name: str, tables: MetaData) -> None:
+    marker = make_schema_table(tables)
+    engine = create_async_engine(url)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(tables.create_all)
+            await conn.execute(insert(marker).values(table_name=name, version=SCHEMA_VERSION))
+    finally:
+        await engine.dispose()
+
+
+async def test_a_table_with_the_old_key_column_is_refused_naming_both_columns(
+    url: str, table_name: str
+) -> None:
+    # Pre-release builds kept the pause key in a column named jti, under version 1 too.
+    legacy = _legacy_metadata(table_name, rename={"pause_key": "jti"})
+    await _create_with_marker(url, table_name, legacy)
+    async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
+        with pytest.raises(ConfigurationError) as refused:
+            await store.check()
+        assert refused.value.code == "store_misconfigured"
+        assert "RENAME COLUMN jti TO pause_key" in refused.value.detail
+        assert "\n" not in refused.value.detail
+        with pytest.raises(ConfigurationError, match="pause_key"):
+            await store.claim(claim_request(new_pause_key(), now=_now()))
+
+
+async def test_a_table_lacking_a_column_is_refused_naming_it(url: str, table_name: str) -> None:
+    await _create_with_marker(
+        url, table_name, _legacy_metadata(table_name, rename={}, drop=("lease_id",))
+    )
+    async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
+        with pytest.raises(ConfigurationError) as refused:
+            await store.ensure_schema()
+    assert refused.value.code == "store_misconfigured"
+    assert "lacks the column(s) lease_id" in refused.value.detail

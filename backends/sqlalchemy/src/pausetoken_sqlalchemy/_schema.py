@@ -4,7 +4,8 @@ Times are stored as ``BIGINT`` microseconds since the Unix epoch (UTC): every en
 compares them the same way, they bind without driver-specific conversions on the hot path,
 and they round-trip a `datetime` exactly.
 
-Alembic users can add the tables to their own metadata::
+Alembic users list `metadata` (which holds `redemptions_table` and `schema_table` under
+their default names) in ``target_metadata``, or add the tables to their own metadata::
 
     from sqlalchemy import MetaData
     from pausetoken_sqlalchemy import make_table
@@ -22,14 +23,14 @@ from sqlalchemy.dialects import mysql
 
 __all__ = [
     "DEFAULT_TABLE_NAME",
-    "MAX_JTI_BYTES",
+    "MAX_PAUSE_KEY_BYTES",
     "SCHEMA_TABLE_NAME",
     "SCHEMA_VERSION",
     "make_schema_table",
     "make_table",
     "metadata",
+    "redemptions_table",
     "schema_table",
-    "table",
 ]
 
 #: The default name of the redemptions table.
@@ -38,13 +39,13 @@ DEFAULT_TABLE_NAME: Final = "pausetoken_redemptions"
 SCHEMA_TABLE_NAME: Final = "pausetoken_schema"
 #: The layout version this release creates and understands.
 SCHEMA_VERSION: Final = 1
-#: Longest ``jti`` (UTF-8 bytes) the ``jti`` column holds on every engine.
-MAX_JTI_BYTES: Final = 255
+#: Longest pause key (UTF-8 bytes) the ``pause_key`` column holds on every engine.
+MAX_PAUSE_KEY_BYTES: Final = 255
 
 # A binary key compares byte by byte on every engine: ``aB`` and ``Ab`` are two tokens.
 # MySQL cannot index an unbounded BLOB, so it gets VARBINARY; the others get BYTEA / BLOB.
-_JTI_TYPE = LargeBinary(MAX_JTI_BYTES).with_variant(
-    mysql.VARBINARY(MAX_JTI_BYTES), "mysql", "mariadb"
+_PAUSE_KEY_TYPE = LargeBinary(MAX_PAUSE_KEY_BYTES).with_variant(
+    mysql.VARBINARY(MAX_PAUSE_KEY_BYTES), "mysql", "mariadb"
 )
 
 
@@ -63,7 +64,9 @@ def make_table(name: str, metadata: MetaData) -> Table:
     return Table(
         name,
         metadata,
-        Column("jti", _JTI_TYPE, primary_key=True, comment="pause key, UTF-8, case-sensitive"),
+        Column(
+            "pause_key", _PAUSE_KEY_TYPE, primary_key=True, comment="UTF-8 bytes, case-sensitive"
+        ),
         Column("scope_hash", String(64), nullable=False),
         Column("name", String(255), nullable=False),
         Column("state", String(16), nullable=False, comment="claimed, redeemed or revoked"),
@@ -103,9 +106,15 @@ def make_schema_table(metadata: MetaData) -> Table:
     )
 
 
-#: Metadata holding the default tables, for Alembic's ``target_metadata``.
 metadata = MetaData()
-#: The default redemptions table (``pausetoken_redemptions``).
-table = make_table(DEFAULT_TABLE_NAME, metadata)
-#: The schema marker table (``pausetoken_schema``).
+"""Metadata holding `redemptions_table` and `schema_table`, for Alembic's ``target_metadata``."""
+
+redemptions_table = make_table(DEFAULT_TABLE_NAME, metadata)
+"""The redemptions table under its default name, ``pausetoken_redemptions``.
+
+One row per pause that was claimed or revoked, keyed by ``pause_key``; the table a store
+opened without ``table_name`` uses.
+"""
+
 schema_table = make_schema_table(metadata)
+"""The schema marker table, ``pausetoken_schema``: one version row per redemptions table."""

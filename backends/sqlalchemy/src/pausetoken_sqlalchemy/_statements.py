@@ -39,7 +39,7 @@ import attrs
 
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimResult, PauseRecord, PauseState
-from pausetoken_sqlalchemy._schema import MAX_JTI_BYTES
+from pausetoken_sqlalchemy._schema import MAX_PAUSE_KEY_BYTES
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -63,9 +63,8 @@ _REVOKE_ATTEMPTS: Final = 4
 #: Rows one purge statement deletes at most, so no statement holds locks for long.
 PURGE_BATCH: Final = 1000
 
-# The key column keeps its historical name ``jti``; it holds the pause key.
 _RECORD_COLUMNS: Final = (
-    "jti, state, scope_hash, name, expires_at_us, response_hash, lease_id, lease_until_us"
+    "pause_key, state, scope_hash, name, expires_at_us, response_hash, lease_id, lease_until_us"
 )
 
 
@@ -88,14 +87,14 @@ def from_us(value: int) -> datetime:
 
 
 def encode_key(pause_key: str) -> bytes:
-    """The bytes stored in the binary key column (``jti``).
+    """The bytes stored in the binary key column (``pause_key``).
 
     Raises:
         ValueError: The pause key is empty or longer than the column holds.
     """
     raw = pause_key.encode("utf-8", "surrogatepass")
-    if not raw or len(raw) > MAX_JTI_BYTES:
-        msg = f"a pause key must be 1 to {MAX_JTI_BYTES} bytes of UTF-8"
+    if not raw or len(raw) > MAX_PAUSE_KEY_BYTES:
+        msg = f"a pause key must be 1 to {MAX_PAUSE_KEY_BYTES} bytes of UTF-8"
         raise ValueError(msg)
     return raw
 
@@ -262,11 +261,11 @@ class _ReturningStatements(Statements):
         lapsed = ended(p(6))
 
         self._claim_sql = (
-            f"INSERT INTO {t} AS t (jti, scope_hash, name, state, response_hash, lease_id,"
+            f"INSERT INTO {t} AS t (pause_key, scope_hash, name, state, response_hash, lease_id,"
             " lease_until_us, expires_at_us, created_at_us, updated_at_us)"
             f" VALUES ({p(1)}, {p(2)}, {p(3)}, 'claimed', {p(4)}, {p(5)}, {p(6)}, {p(7)},"
             f" {p(9)}, {p(9)})"
-            f" ON CONFLICT (jti) DO UPDATE SET {claimed('scope_hash')}, {claimed('name')},"
+            f" ON CONFLICT (pause_key) DO UPDATE SET {claimed('scope_hash')}, {claimed('name')},"
             f" {claimed('response_hash')}, {claimed('lease_id')}, {claimed('lease_until_us')},"
             f" {claimed('updated_at_us')},"
             f" expires_at_us = {greatest}(t.expires_at_us, excluded.expires_at_us)"
@@ -275,24 +274,24 @@ class _ReturningStatements(Statements):
         self._renew_sql = (
             f"UPDATE {t} SET lease_until_us = {greatest}(lease_until_us, {p(3)}),"
             f" updated_at_us = {p(4)}"
-            f" WHERE jti = {p(1)} AND state = 'claimed' AND lease_id = {p(2)} RETURNING 1"
+            f" WHERE pause_key = {p(1)} AND state = 'claimed' AND lease_id = {p(2)} RETURNING 1"
         )
         self._commit_sql = (
             f"UPDATE {t} SET state = 'redeemed',"
             f" expires_at_us = {greatest}(expires_at_us, {p(3)}),"
             f" updated_at_us = CASE WHEN state = 'claimed' THEN {p(4)} ELSE updated_at_us END"
-            f" WHERE jti = {p(1)} AND lease_id = {p(2)} AND state IN ('claimed', 'redeemed')"
+            f" WHERE pause_key = {p(1)} AND lease_id = {p(2)} AND state IN ('claimed', 'redeemed')"
             " RETURNING 1"
         )
         self._release_sql = (
-            f"DELETE FROM {t} WHERE jti = {p(1)} AND state = 'claimed' AND lease_id = {p(2)}"
+            f"DELETE FROM {t} WHERE pause_key = {p(1)} AND state = 'claimed' AND lease_id = {p(2)}"
             " RETURNING 1"
         )
         self._revoke_sql = (
-            f"INSERT INTO {t} AS t (jti, scope_hash, name, state, expires_at_us,"
+            f"INSERT INTO {t} AS t (pause_key, scope_hash, name, state, expires_at_us,"
             " created_at_us, updated_at_us)"
             f" VALUES ({p(1)}, {p(2)}, {p(3)}, 'revoked', {p(4)}, {p(5)}, {p(5)})"
-            f" ON CONFLICT (jti) DO UPDATE SET"
+            f" ON CONFLICT (pause_key) DO UPDATE SET"
             f" state = CASE WHEN {lapsed} THEN 'revoked' ELSE t.state END,"
             f" response_hash = CASE WHEN {lapsed} THEN NULL ELSE t.response_hash END,"
             f" lease_id = CASE WHEN {lapsed} THEN NULL ELSE t.lease_id END,"
@@ -301,9 +300,9 @@ class _ReturningStatements(Statements):
             f" expires_at_us = {greatest}(t.expires_at_us, excluded.expires_at_us)"
             f" RETURNING {_RECORD_COLUMNS}"
         )
-        self._status_sql = f"SELECT {_RECORD_COLUMNS} FROM {t} WHERE jti = {p(1)}"
+        self._status_sql = f"SELECT {_RECORD_COLUMNS} FROM {t} WHERE pause_key = {p(1)}"
         self._purge_sql = (
-            f"DELETE FROM {t} WHERE jti IN (SELECT jti FROM {t}"
+            f"DELETE FROM {t} WHERE pause_key IN (SELECT pause_key FROM {t}"
             f" WHERE expires_at_us < {p(1)} LIMIT {PURGE_BATCH}) RETURNING 1"
         )
 
@@ -467,7 +466,7 @@ class MySQLStatements(Statements):
         # report comes first and the columns ``ended`` reads (state, lease_until_us) are
         # assigned last; under simultaneous assignment the order does not matter.
         self._claim_sql = (
-            f"INSERT INTO {t} (jti, scope_hash, name, state, response_hash, lease_id,"
+            f"INSERT INTO {t} (pause_key, scope_hash, name, state, response_hash, lease_id,"
             " lease_until_us, expires_at_us, created_at_us, updated_at_us)"
             " VALUES (%s, %s, %s, 'claimed', %s, %s, %s, %s, %s, %s)"
             " ON DUPLICATE KEY UPDATE"
@@ -491,21 +490,21 @@ class MySQLStatements(Statements):
             f"UPDATE {t} SET updated_at_us = IF(LAST_INSERT_ID(IF(lease_until_us < %s,"
             f" {_MY_RAISED}, {_MY_KEPT})) = {_MY_RAISED}, %s, updated_at_us),"
             " lease_until_us = GREATEST(lease_until_us, %s)"
-            f" WHERE jti = %s AND state = 'claimed' AND {_MY_LEASE_IS}"
+            f" WHERE pause_key = %s AND state = 'claimed' AND {_MY_LEASE_IS}"
         )
         self._commit_sql = (
             f"UPDATE {t} SET updated_at_us = IF(LAST_INSERT_ID(IF(state = 'claimed',"
             f" {_MY_RAISED}, {_MY_KEPT})) = {_MY_RAISED}, %s, updated_at_us),"
             " expires_at_us = GREATEST(expires_at_us, %s), state = 'redeemed'"
-            f" WHERE jti = %s AND state IN ('claimed', 'redeemed') AND {_MY_LEASE_IS}"
+            f" WHERE pause_key = %s AND state IN ('claimed', 'redeemed') AND {_MY_LEASE_IS}"
         )
         self._release_sql = (
-            f"DELETE FROM {t} WHERE jti = %s AND state = 'claimed' AND {_MY_LEASE_IS}"
+            f"DELETE FROM {t} WHERE pause_key = %s AND state = 'claimed' AND {_MY_LEASE_IS}"
         )
         # ``lease_until_us`` comes last and reads as "NULL once revoked" whether it sees
         # the new state (left to right) or the old one (simultaneous assignment).
         self._revoke_sql = (
-            f"INSERT INTO {t} (jti, scope_hash, name, state, expires_at_us, created_at_us,"
+            f"INSERT INTO {t} (pause_key, scope_hash, name, state, expires_at_us, created_at_us,"
             " updated_at_us) VALUES (%s, %s, %s, 'revoked', %s, %s, %s)"
             " ON DUPLICATE KEY UPDATE"
             f" response_hash = IF({ended}, NULL, response_hash),"
@@ -515,7 +514,7 @@ class MySQLStatements(Statements):
             f" state = IF({ended}, 'revoked', state),"
             f" lease_until_us = IF(state = 'revoked' OR {ended}, NULL, lease_until_us)"
         )
-        self._status_sql = f"SELECT {_RECORD_COLUMNS} FROM {t} WHERE jti = %s"
+        self._status_sql = f"SELECT {_RECORD_COLUMNS} FROM {t} WHERE pause_key = %s"
         self._purge_sql = f"DELETE FROM {t} WHERE expires_at_us < %s LIMIT {PURGE_BATCH}"
 
     def claim_params(self, args: ClaimArgs, stamp: int) -> Any:

@@ -520,11 +520,35 @@ class SQLAlchemyStore:
         exists = inspect(conn).has_table(self._table.name)
         if version is not None and not exists:
             raise ConfigurationError(self._table_missing_message(), code="store_table_missing")
-        if not exists:
+        if exists:
+            self._refuse_another_layout(conn)
+        else:
             self._create_table(conn, self._table)
         if version is None:
             version = self._mark_version(conn)
         return int(version), not exists
+
+    def _refuse_another_layout(self, conn: Connection) -> None:
+        # The version marker cannot tell: tables made before the key column was renamed
+        # (never released) carry version 1 too, and a migration may have written the marker.
+        found = {column["name"] for column in inspect(conn).get_columns(self._table.name)}
+        missing = [column.name for column in self._table.columns if column.name not in found]
+        if not missing:
+            return
+        name = self._table.name
+        if missing == ["pause_key"] and "jti" in found:
+            msg = (
+                f"table {name} at {self._label} keeps the pause key in a column named jti, "
+                "as pre-release builds of pausetoken-sqlalchemy made it; this release names "
+                f"it pause_key: rename the column (ALTER TABLE {name} RENAME COLUMN jti TO "
+                "pause_key), which keeps its rows"
+            )
+        else:
+            msg = (
+                f"table {name} at {self._label} lacks the column(s) {', '.join(missing)} that "
+                "this release of pausetoken-sqlalchemy uses: create it with make_table()"
+            )
+        raise ConfigurationError(msg, code="store_misconfigured")
 
     def _lock_schema(self, conn: Connection) -> None:
         if self._family == "postgresql":
