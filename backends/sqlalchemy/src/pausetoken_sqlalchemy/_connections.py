@@ -1,14 +1,17 @@
 """The driver connections a store holds, checked out of the engine's pool.
 
-Checking a connection in and out of SQLAlchemy's pool costs about 50 µs of Python per
-operation, as much as a whole statement on a fast server. The store therefore checks a few
-connections out once, switches them to autocommit, and reuses them:
+Checking a connection in and out of SQLAlchemy's pool for every operation costs as much
+Python as a whole statement on a fast server (``benchmarks/stores.py`` compares the store
+with the raw driver and with SQLAlchemy Core doing just that). The store therefore checks
+connections out once, switches them to autocommit, and reuses them. Two ways, chosen by
+the engine family (`EngineFamily.hold_connections()`):
 
-* servers (PostgreSQL, MySQL, MariaDB): up to ``max_connections``, each used by one
-  operation at a time; a connection idle for longer than ``ping_after`` seconds is pinged
-  before use, so one dropped by the server while idle is replaced without an error;
-* SQLite: one connection shared by every operation (aiosqlite runs them one by one on its
-  thread, and more connections to one file only wait on each other's locks).
+* `PooledConnections` (PostgreSQL, MySQL, MariaDB): up to ``max_connections``, each used
+  by one operation at a time; a connection idle for longer than ``ping_after`` seconds is
+  pinged before use, so one dropped by the server while idle is replaced without an error;
+* `SharedConnection` (SQLite): one connection shared by every operation (aiosqlite runs
+  them one by one on its thread, and more connections to one file only wait on each
+  other's locks).
 
 A connection that fails is invalidated (never reused), and every other idle one is pinged
 before its next use, so a server restart costs at most the operations that were in flight.
@@ -21,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -34,12 +37,13 @@ if TYPE_CHECKING:
     from sqlalchemy.engine.interfaces import PoolProxiedConnection
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-__all__ = ["ConnectionSet", "Held"]
+    from pausetoken_sqlalchemy._family import EngineFamily
+
+__all__ = ["ConnectionSet", "Held", "PooledConnections", "SharedConnection"]
 
 logger = logging.getLogger("pausetoken.sqlalchemy")
 
 _AUTOCOMMIT: Final = "AUTOCOMMIT"
-_SQLITE_SURVIVABLE: Final = (asyncio.CancelledError, TimeoutError, sqlite3.OperationalError)
 
 
 @attrs.define(eq=False)
@@ -63,153 +67,53 @@ class Held:
     suspect: bool = False
 
 
-class ConnectionSet:
+class ConnectionSet(ABC):
     """The connections one store holds (see the module docstring)."""
 
-    def __init__(
-        self,
-        engine: AsyncEngine,
-        *,
-        family: str,
-        max_connections: int,
-        ping_after: float,
-        recycle_after: float,
-        label: str,
-    ) -> None:
-        """Hold up to ``max_connections`` connections of ``engine``.
+    def __init__(self, engine: AsyncEngine, *, family: EngineFamily, label: str) -> None:
+        """Hold connections of ``engine``.
 
         Args:
             engine: The engine whose pool connections come from.
-            family: ``"postgresql"``, ``"mysql"`` or ``"sqlite"``.
-            max_connections: How many connections to hold at most (1 for SQLite).
-            ping_after: Ping a connection idle for longer than this many seconds.
-            recycle_after: Return a connection held for longer than this to the pool.
+            family: The engine family (how to ping, whether the driver autocommits).
             label: The engine URL with its password hidden, for messages.
         """
         self._engine = engine
         self._family = family
-        self._shared = family == "sqlite"
-        self._max = 1 if self._shared else max_connections
-        self._ping_after = ping_after
-        self._recycle_after = recycle_after
         self._label = label
-        self._idle: list[Held] = []
-        self._busy: set[Held] = set()
-        self._slots = asyncio.Semaphore(self._max)
-        self._shared_conn: Held | None = None
-        self._shared_lock = asyncio.Lock()
         self._closed = False
 
-    # -- checking out and in ------------------------------------------------------------
-
+    @abstractmethod
     async def acquire(self) -> Held:
         """A connection ready for one statement.
 
         Raises:
             StoreUnavailable: The store is closed, or no connection could be opened.
         """
+
+    @abstractmethod
+    async def release(self, held: Held) -> None:
+        """Give back a connection after a successful operation."""
+
+    @abstractmethod
+    async def discard(self, held: Held, exc: BaseException) -> None:
+        """Invalidate a connection an operation failed on (unless it survives ``exc``)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Give every idle connection back to the pool; refuse new operations."""
+
+    # -- what both ways share -----------------------------------------------------------
+
+    def _refuse_when_closed(self) -> None:
         if self._closed:
             msg = "the token store is closed"
             raise StoreUnavailable(msg)
-        if self._shared:
-            return await self._acquire_shared()
-        await self._slots.acquire()
-        try:
-            held = await self._take_idle() or await self._checkout()
-        except BaseException:
-            self._slots.release()
-            raise
-        self._busy.add(held)
-        return held
 
-    async def release(self, held: Held) -> None:
-        """Give back a connection after a successful operation."""
-        held.last_used = time.monotonic()
-        if self._shared:
-            return
-        self._busy.discard(held)
-        try:
-            if self._closed or held.last_used - held.checked_out > self._recycle_after:
-                await self._return_to_pool(held)
-            else:
-                self._idle.append(held)
-        finally:
-            self._slots.release()
-
-    async def discard(self, held: Held, exc: BaseException) -> None:
-        """Invalidate a connection an operation failed on; ping the others before reuse.
-
-        The shared SQLite connection survives errors that leave it usable (a lock wait that
-        ran out, a cancelled wait: aiosqlite finishes the statement on its thread anyway).
-        """
-        if self._shared and isinstance(exc, _SQLITE_SURVIVABLE):
-            logger.info("operation on %s failed (%s)", self._label, type(exc).__name__)
-            return
+    def _log_failure(self, exc: BaseException) -> None:
         logger.warning(
             "connection to %s failed (%s); invalidating it", self._label, type(exc).__name__
         )
-        for other in self._idle:
-            other.suspect = True
-        if self._shared:
-            if self._shared_conn is held:
-                self._shared_conn = None
-        else:
-            self._busy.discard(held)
-        try:
-            await self._invalidate(held, exc)
-        finally:
-            if not self._shared:
-                self._slots.release()
-
-    async def close(self) -> None:
-        """Give every idle connection back to the pool; refuse new operations."""
-        self._closed = True
-        held = [*self._idle, *([self._shared_conn] if self._shared_conn else [])]
-        self._idle.clear()
-        self._shared_conn = None
-        for item in held:
-            await self._return_to_pool(item)
-
-    # -- internals ------------------------------------------------------------------------
-
-    async def _acquire_shared(self) -> Held:
-        held = self._shared_conn
-        if held is not None:
-            return held
-        async with self._shared_lock:
-            if self._shared_conn is None:
-                self._shared_conn = await self._checkout()
-            return self._shared_conn
-
-    async def _take_idle(self) -> Held | None:
-        now = time.monotonic()
-        while self._idle:
-            held = self._idle.pop()
-            if not held.suspect and now - held.last_used <= self._ping_after:
-                return held
-            if await self._ping(held):
-                held.suspect = False
-                return held
-        return None
-
-    async def _ping(self, held: Held) -> bool:
-        try:
-            if self._family == "postgresql":
-                await held.driver.execute("SELECT 1")
-            elif self._family == "mysql":
-                await held.driver.ping(reconnect=False)
-        except BaseException as exc:
-            if not isinstance(exc, Exception):  # cancelled mid-ping: drop it, pass it on
-                await self._invalidate(held, exc)
-                raise
-            logger.info(
-                "idle connection to %s did not answer a ping (%s); replacing it",
-                self._label,
-                type(exc).__name__,
-            )
-            await self._invalidate(held, exc)
-            return False
-        return True
 
     async def _checkout(self) -> Held:
         try:
@@ -221,7 +125,7 @@ class ConnectionSet:
             restore = await greenlet_spawn(self._to_autocommit, raw)
         except BaseException as exc:
             # Cancelled (the operation's timeout) or failed: never leak it from the pool.
-            await self._invalidate_raw(raw, exc)
+            await self._invalidate(raw, exc)
             if not isinstance(exc, Exception):
                 raise
             msg = f"cannot prepare a connection to {self._label} ({type(exc).__name__})"
@@ -236,8 +140,7 @@ class ConnectionSet:
         )
 
     def _to_autocommit(self, raw: PoolProxiedConnection) -> bool:
-        # asyncpg connections never open implicit transactions; the others must be told.
-        if self._family == "postgresql":
+        if self._family.driver_autocommits:
             return False
         dialect = self._engine.dialect
         dbapi_conn = raw.dbapi_connection
@@ -260,12 +163,9 @@ class ConnectionSet:
                 self._label,
                 type(exc).__name__,
             )
-            await self._invalidate_raw(held.raw, exc)
+            await self._invalidate(held.raw, exc)
 
-    async def _invalidate(self, held: Held, exc: BaseException) -> None:
-        await self._invalidate_raw(held.raw, exc)
-
-    async def _invalidate_raw(self, raw: PoolProxiedConnection, exc: BaseException) -> None:
+    async def _invalidate(self, raw: PoolProxiedConnection, exc: BaseException) -> None:
         cause = exc if isinstance(exc, Exception) else None
         try:
             await greenlet_spawn(raw.invalidate, cause)
@@ -275,3 +175,149 @@ class ConnectionSet:
                 self._label,
                 type(close_exc).__name__,
             )
+
+
+class SharedConnection(ConnectionSet):
+    """One connection every operation shares (SQLite)."""
+
+    def __init__(self, engine: AsyncEngine, *, family: EngineFamily, label: str) -> None:
+        """Hold one connection of ``engine`` (see `ConnectionSet`)."""
+        super().__init__(engine, family=family, label=label)
+        self._held: Held | None = None
+        self._opening = asyncio.Lock()
+
+    async def acquire(self) -> Held:
+        """The shared connection, opened by the first operation that needs it."""
+        self._refuse_when_closed()
+        held = self._held
+        if held is not None:
+            return held
+        async with self._opening:
+            if self._held is None:
+                self._held = await self._checkout()
+            return self._held
+
+    async def release(self, held: Held) -> None:
+        """Note the connection's last use; it stays shared."""
+        held.last_used = time.monotonic()
+
+    async def discard(self, held: Held, exc: BaseException) -> None:
+        """Invalidate the connection, unless the family says it survives ``exc``.
+
+        SQLite's connection survives errors that leave it usable (a lock wait that ran out,
+        a cancelled wait: aiosqlite finishes the statement on its thread anyway).
+        """
+        if self._family.connection_survives(exc):
+            logger.info("operation on %s failed (%s)", self._label, type(exc).__name__)
+            return
+        self._log_failure(exc)
+        if self._held is held:
+            self._held = None
+        await self._invalidate(held.raw, exc)
+
+    async def close(self) -> None:
+        """Give the connection back to the pool; refuse new operations."""
+        self._closed = True
+        held, self._held = self._held, None
+        if held is not None:
+            await self._return_to_pool(held)
+
+
+class PooledConnections(ConnectionSet):
+    """Up to ``max_connections`` connections, one operation on each at a time (servers)."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        family: EngineFamily,
+        label: str,
+        max_connections: int,
+        ping_after: float,
+        recycle_after: float,
+    ) -> None:
+        """Hold up to ``max_connections`` connections of ``engine``.
+
+        Args:
+            engine: The engine whose pool connections come from.
+            family: The engine family (how to ping, whether the driver autocommits).
+            label: The engine URL with its password hidden, for messages.
+            max_connections: How many connections to hold at most.
+            ping_after: Ping a connection idle for longer than this many seconds.
+            recycle_after: Return a connection held for longer than this to the pool.
+        """
+        super().__init__(engine, family=family, label=label)
+        self._ping_after = ping_after
+        self._recycle_after = recycle_after
+        self._idle: list[Held] = []
+        self._busy: set[Held] = set()
+        self._slots = asyncio.Semaphore(max_connections)
+
+    async def acquire(self) -> Held:
+        """An idle connection (pinged if it idled too long or another one failed), or a new one."""
+        self._refuse_when_closed()
+        await self._slots.acquire()
+        try:
+            held = await self._take_idle() or await self._checkout()
+        except BaseException:
+            self._slots.release()
+            raise
+        self._busy.add(held)
+        return held
+
+    async def release(self, held: Held) -> None:
+        """Keep the connection for the next operation, or return it once held too long."""
+        held.last_used = time.monotonic()
+        self._busy.discard(held)
+        try:
+            if self._closed or held.last_used - held.checked_out > self._recycle_after:
+                await self._return_to_pool(held)
+            else:
+                self._idle.append(held)
+        finally:
+            self._slots.release()
+
+    async def discard(self, held: Held, exc: BaseException) -> None:
+        """Invalidate the connection; ping every idle one before its next use."""
+        self._log_failure(exc)
+        for other in self._idle:
+            other.suspect = True
+        self._busy.discard(held)
+        try:
+            await self._invalidate(held.raw, exc)
+        finally:
+            self._slots.release()
+
+    async def close(self) -> None:
+        """Give every idle connection back to the pool; refuse new operations."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for held in idle:
+            await self._return_to_pool(held)
+
+    async def _take_idle(self) -> Held | None:
+        now = time.monotonic()
+        while self._idle:
+            held = self._idle.pop()
+            if not held.suspect and now - held.last_used <= self._ping_after:
+                return held
+            if await self._ping(held):
+                held.suspect = False
+                return held
+        return None
+
+    async def _ping(self, held: Held) -> bool:
+        try:
+            await self._family.ping(held.driver)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled mid-ping: drop it, pass it on
+                await self._invalidate(held.raw, exc)
+                raise
+            logger.info(
+                "idle connection to %s did not answer a ping (%s); replacing it",
+                self._label,
+                type(exc).__name__,
+            )
+            await self._invalidate(held.raw, exc)
+            return False
+        return True
