@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy_support import new_pause_key
 
@@ -20,6 +21,7 @@ PROCESSES = 8
 TOKENS = int(os.environ.get("PAUSETOKEN_RACE_TOKENS") or 2000)
 
 
+@pytest.mark.slow  # eight interpreters and 2,000 claims each
 async def test_processes_racing_for_the_same_tokens_get_exactly_one_winner_each(
     url: str, table_name: str
 ) -> None:

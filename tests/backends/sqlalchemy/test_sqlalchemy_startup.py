@@ -156,6 +156,7 @@ async def black_hole() -> AsyncIterator[int]:
         await server.wait_closed()
 
 
+@pytest.mark.slow  # five operations, each waiting out its timeout
 async def test_every_operation_fails_closed_within_its_timeout_in_a_partition(
     url: str, table_name: str, black_hole: int
 ) -> None:
