@@ -199,7 +199,10 @@ class EngineFamily(ABC):
         """Release the lock `lock_schema()` took."""
 
     def create_table(self, conn: Connection, table: Table) -> None:
-        """Create ``table`` and its indexes (under the schema lock)."""
+        """Create ``table`` and its indexes, under the schema lock.
+
+        A lock rather than ``IF NOT EXISTS``, which MySQL has no form of for indexes.
+        """
         table.create(conn, checkfirst=True)
 
     @abstractmethod

@@ -281,10 +281,6 @@ class MySQLFamily(EngineFamily):
         """``RELEASE_LOCK``."""
         conn.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _SCHEMA_LOCK})
 
-    def create_table(self, conn: Connection, table: Table) -> None:
-        """Under the schema lock: MySQL has no ``CREATE INDEX IF NOT EXISTS``."""
-        table.create(conn, checkfirst=True)
-
     def insert_if_absent(self, table: Table, values: Mapping[str, Any]) -> Executable:
         """``INSERT ... ON DUPLICATE KEY UPDATE`` setting a column to itself.
 
