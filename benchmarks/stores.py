@@ -183,7 +183,7 @@ async def throughput(
 def fill_sql(family: str, table: str, start: int, count: int) -> str:
     far = 4_000_000_000_000_000  # expires far in the future: nothing gets purged
     cols = (
-        "(jti, scope_hash, name, state, response_hash, lease_id, lease_until_us,"
+        "(pause_key, scope_hash, name, state, response_hash, lease_id, lease_until_us,"
         " expires_at_us, created_at_us, updated_at_us)"
     )
     values = f"'{SCOPE}', 'fill', 'redeemed', '{ANSWER}', 'fill', 0, {far}, 0, 0"
