@@ -183,6 +183,7 @@ class ConfigurationError(PauseTokenError):
         ),
         "store_table_missing": "The store's table is missing at start-up.",
         "store_schema_too_new": "The store's table was created by a newer version.",
+        "store_schema_mismatch": "The store's table lacks columns this version uses.",
         "cli_usage": "A command-line argument is missing or out of range.",
         "cli_rich_missing": "The command draws tables and rich (the cli extra) is not installed.",
         "cli_output_exists": "keygen -o names a path that exists; it is never overwritten.",
@@ -295,6 +296,10 @@ class ConfigurationError(PauseTokenError):
         ),
         "store_schema_too_new": (
             "Upgrade pausetoken-sqlalchemy to the release that created the table."
+        ),
+        "store_schema_mismatch": (
+            "Migrate the table as the message says (it names the columns), keeping its rows: "
+            "they refuse replays."
         ),
         "cli_usage": "Run pausetoken COMMAND --help for the arguments.",
         "cli_rich_missing": "Install the cli extra, or pass --json.",

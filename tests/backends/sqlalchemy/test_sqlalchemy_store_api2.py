@@ -326,7 +326,7 @@ async def test_a_table_with_the_old_key_column_is_refused_naming_both_columns(
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
         with pytest.raises(ConfigurationError) as refused:
             await store.check()
-        assert refused.value.code == "store_misconfigured"
+        assert refused.value.code == "store_schema_mismatch"
         assert "RENAME COLUMN jti TO pause_key" in refused.value.detail
         assert "\n" not in refused.value.detail
         with pytest.raises(ConfigurationError, match="pause_key"):
@@ -340,5 +340,5 @@ async def test_a_table_lacking_a_column_is_refused_naming_it(url: str, table_nam
     async with SQLAlchemyStore.from_url(url, table_name=table_name) as store:
         with pytest.raises(ConfigurationError) as refused:
             await store.ensure_schema()
-    assert refused.value.code == "store_misconfigured"
+    assert refused.value.code == "store_schema_mismatch"
     assert "lacks the column(s) lease_id" in refused.value.detail

@@ -175,7 +175,7 @@ class Schema:
         Raises:
             ConfigurationError: The table was dropped after it was created
                 (``code="store_table_missing"``), lacks a column this release uses
-                (``code="store_misconfigured"``), or was created by a newer release
+                (``code="store_schema_mismatch"``), or was created by a newer release
                 (``code="store_schema_too_new"``).
         """
         self._family.lock_schema(conn, wait=self._lock_wait, label=self._label)
@@ -281,4 +281,4 @@ class Schema:
                 f"table {name} at {self._label} lacks the column(s) {', '.join(missing)} that "
                 "this release of pausetoken-sqlalchemy uses: create it with make_table()"
             )
-        raise ConfigurationError(msg, code="store_misconfigured")
+        raise ConfigurationError(msg, code="store_schema_mismatch")

@@ -217,7 +217,7 @@ class SQLAlchemyStore:
         Raises:
             StoreUnavailable: The database cannot be reached or did not answer in time.
             ConfigurationError: A permanent problem, or a table lacking a column this
-                release uses (``code="store_misconfigured"``), a dropped table
+                release uses (``code="store_schema_mismatch"``), a dropped table
                 (``code="store_table_missing"``), or a table created by a newer release
                 (``code="store_schema_too_new"``).
         """
