@@ -49,6 +49,10 @@ nox.options.sessions = [
     "demo",
 ]
 
+# The pyproject's addopts deselect slow tests for the inner loop (-m "not slow"); an empty
+# -m replaces that, so that every session, and CI, runs them.
+EVERY_TEST = ("-m", "")
+
 SERVER_VARIABLES = {
     "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
     "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
@@ -141,8 +145,9 @@ def _run_tests(session: nox.Session, backend: str) -> None:
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
     if backend != "memory":
-        session.run("pytest", *_existing(paths), *session.posargs, env=env)
+        session.run("pytest", *EVERY_TEST, *_existing(paths), *session.posargs, env=env)
         return
+    # An explicit -m replaces the pyproject's "not slow": slow tests run here too.
     session.run("pytest", "-m", "not rival_plugin", *_existing(paths), *session.posargs, env=env)
     # A second distribution claiming the same store name must make selection fail loudly.
     session.install("./tests/plugins/pausetoken-inhouse-rival")
@@ -188,7 +193,7 @@ def docs(session: nox.Session) -> None:
     session.run("mkdocs", "build", "--strict", "--site-dir", str(site))
     # What a reader sees in the built HTML: no raw Sphinx roles, examples as code.
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    session.run("pytest", "tests/docs_site", env={"PAUSETOKEN_SITE_DIR": str(site)})
+    session.run("pytest", *EVERY_TEST, "tests/docs_site", env={"PAUSETOKEN_SITE_DIR": str(site)})
 
 
 @nox.session(python=NEWEST)

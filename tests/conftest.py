@@ -2,6 +2,11 @@
 
 Profiles: ``dev`` (the default, quick) and ``ci`` (more examples), chosen with the
 ``HYPOTHESIS_PROFILE`` environment variable.
+
+Tests marked ``slow`` (processes, fresh interpreters, real-time waits, long state machines)
+are deselected by the ``addopts`` of the root ``pyproject.toml``; the conformance kit's own
+slow tests are marked here, in every store's test class, since a mark written in the kit
+would be unknown to the projects that use it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,20 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the kit's multi-process race and its state machine ``slow`` wherever they run."""
+    from pausetoken.testing import StoreConformance
+
+    slow = {
+        StoreConformance.test_processes_racing_for_the_same_pauses_get_one_winner_each,
+        StoreConformance.test_store_follows_the_state_machine_model,
+    }
+    for item in items:
+        if getattr(item, "function", None) in slow:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -49,6 +49,7 @@ needs_one_plugin = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 @needs_one_plugin
 def test_the_plugin_is_listed_and_imported_only_when_chosen() -> None:
     script = textwrap.dedent(

@@ -379,6 +379,7 @@ def test_debug_is_accepted_after_the_subcommand(capsys: pytest.CaptureFixture[st
 # -- backends -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # imports every installed backend
 def test_backends_lists_the_built_ins(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backends"]) == 0
     out = capsys.readouterr().out
@@ -468,6 +469,7 @@ def test_every_command_that_draws_names_the_cli_extra_when_rich_is_missing(
     assert "ModuleNotFoundError" not in err
 
 
+@pytest.mark.slow  # imports every installed backend
 @pytest.mark.usefixtures("no_rich")
 def test_json_output_needs_no_rich(token: str, capsys: pytest.CaptureFixture[str]) -> None:
     with warnings.catch_warnings():
@@ -878,6 +880,7 @@ def test_status_names_a_single_jwk_key_file_by_its_variable(
 # -- backends ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # imports every installed backend
 def test_backends_json_lists_targets_and_import_state(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["backends", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
@@ -893,6 +896,7 @@ def test_backends_json_lists_targets_and_import_state(capsys: pytest.CaptureFixt
     }
 
 
+@pytest.mark.slow  # imports every installed backend
 def test_backends_is_readable_in_80_columns(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -905,6 +909,7 @@ def test_backends_is_readable_in_80_columns(
     assert "provided by" in out
 
 
+@pytest.mark.slow  # imports every installed backend
 def test_backends_shows_a_backend_that_fails_to_import(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

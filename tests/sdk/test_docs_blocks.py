@@ -65,6 +65,7 @@ def test_a_partial_block_is_only_compiled_and_must_say_why(
         run_block(broken, tmp_path, monkeypatch)
 
 
+@pytest.mark.slow
 def test_the_quickstart_runs_on_the_key_file_keygen_wrote(tmp_path: Path) -> None:
     keygen = [sys.executable, "-m", "pausetoken", "keygen", "-o", "pausetoken-keys.json"]
     subprocess.run(keygen, cwd=tmp_path, check=True, timeout=60)
@@ -85,6 +86,7 @@ def test_the_quickstart_runs_on_the_key_file_keygen_wrote(tmp_path: Path) -> Non
         assert line in done.stdout
 
 
+@pytest.mark.slow
 def test_the_quickstart_without_a_key_file_says_how_to_make_one(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "quickstart.py")],

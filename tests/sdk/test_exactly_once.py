@@ -267,6 +267,7 @@ async def test_pauses_of_services_with_other_issuers_are_kept_apart(
 # -- 3. a slow body keeps its claim ------------------------------------------------------
 
 
+@pytest.mark.slow  # waits 2.5 s of real time: the lease is renewed by the clock
 async def test_a_body_longer_than_the_lease_keeps_its_claim(
     keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints
 ) -> None:
@@ -369,6 +370,7 @@ async def test_a_commit_whose_reply_was_lost_is_confirmed_by_the_retry(
     assert flaky.commits == 2
 
 
+@pytest.mark.slow  # waits out a 1 s lease of real time
 async def test_a_commit_that_never_lands_is_unconfirmed_not_unavailable(
     keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints
 ) -> None:

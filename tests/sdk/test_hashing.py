@@ -80,6 +80,7 @@ def test_equal_content_hashes_equal_whatever_its_type(
     assert hash_payload({**as_dict, "tags": tuple(tags)}) == expected
 
 
+@pytest.mark.slow
 def test_hash_is_the_same_in_another_process_with_another_hash_seed() -> None:
     payload = {"b": [1, 2.5, "x", None, True], "a": {"z": "€", "y": -0.0}, "c": 10**15}
     code = (

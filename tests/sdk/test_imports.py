@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+import pytest
+
 BACKEND_MODULES = ("sqlalchemy", "langgraph", "redis", "pymongo", "asyncpg", "asyncmy")
 
 
+@pytest.mark.slow
 def test_import_pausetoken_imports_no_backend() -> None:
     code = (
         "import json, sys, pausetoken; "

@@ -175,6 +175,7 @@ def test_an_unknown_kind_is_a_configuration_error() -> None:
         available_backends("queues")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_listing_imports_no_backend_and_choosing_memory_imports_no_other() -> None:
     script = textwrap.dedent(
         """

@@ -196,6 +196,7 @@ def test_every_broken_store_is_in_the_table() -> None:
     assert set(CAUGHT_BY) == set(BROKEN)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("broken", sorted(BROKEN))
 def test_the_kit_fails_a_broken_store(broken: str, kit_failures: dict[str, set[str]]) -> None:
     missed = CAUGHT_BY[broken] - kit_failures[broken]
@@ -269,6 +270,7 @@ def test_race_processes_needs_two_processes() -> None:
         race_processes("memory://", ["a" * 22], processes=1)
 
 
+@pytest.mark.slow
 def test_race_processes_finds_exactly_one_winner_per_pause_on_a_shared_store(
     tmp_path: Path,
 ) -> None:
@@ -279,6 +281,7 @@ def test_race_processes_finds_exactly_one_winner_per_pause_on_a_shared_store(
     assert counts == dict.fromkeys(keys, 1)
 
 
+@pytest.mark.slow
 def test_race_processes_honours_its_timeout_while_starting_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

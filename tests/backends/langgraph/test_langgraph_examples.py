@@ -36,6 +36,7 @@ def _environment(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+@pytest.mark.slow
 def test_the_approval_example_mints_in_one_process_and_resumes_in_another(tmp_path: Path) -> None:
     keys = write_key_file(tmp_path / "keys.json")
     done = subprocess.run(
@@ -55,6 +56,7 @@ def test_the_approval_example_mints_in_one_process_and_resumes_in_another(tmp_pa
     assert (tmp_path / "run" / "refunds-paid.txt").read_text() == "order-42\n"
 
 
+@pytest.mark.slow
 def test_the_approval_steps_run_one_by_one_and_refuse_a_second_answer(tmp_path: Path) -> None:
     keys = write_key_file(tmp_path / "keys.json")
     env = _environment(PAUSETOKEN_KEYS_FILE=str(keys))
@@ -81,6 +83,7 @@ def test_the_approval_steps_run_one_by_one_and_refuse_a_second_answer(tmp_path: 
     assert not (tmp_path / "refunds-paid.txt").exists()
 
 
+@pytest.mark.slow
 def test_a_step_without_a_key_file_says_how_to_make_one(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(APPROVAL), "mint", "--dir", str(tmp_path)],
