@@ -38,6 +38,9 @@ class SQLiteFileStore:
 
     def __init__(self, path: str) -> None:
         self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        # No fsync per write: what is tested is atomicity between connections, not durability,
+        # and syncing made this store the slowest part of the core's tests.
+        self._db.execute("PRAGMA synchronous = OFF")
         self._db.execute(_SCHEMA)
 
     @classmethod
