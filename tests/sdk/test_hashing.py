@@ -20,24 +20,10 @@ from hypothesis import strategies as st
 
 from pausetoken import Scope, canonical_json, hash_payload, hash_scope
 from pausetoken.exceptions import UnsupportedPayload
-
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=20,
-)
+from pausetoken.testing import strategies as pst
 
 
-@given(st.dictionaries(st.text(max_size=8), json_values, max_size=8), st.randoms())
+@given(pst.json_objects(), st.randoms())
 def test_hash_does_not_depend_on_key_order(payload: dict[str, Any], random: Any) -> None:
     items = list(payload.items())
     random.shuffle(items)
@@ -65,7 +51,7 @@ class PydanticRefund(pydantic.BaseModel):
 
 
 @given(
-    st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1),
+    pst.safe_integers(),
     st.text(),
     st.lists(st.text(max_size=5), max_size=4),
 )
@@ -215,13 +201,13 @@ def test_scope_hash_is_a_full_sha256() -> None:
     assert int(digest, 16) >= 0
 
 
-@given(json_values)
+@given(pst.payloads())
 def test_canonical_bytes_are_exactly_rfc8785s(value: Any) -> None:
     # The encoder takes a fast path for float-free values; it must never differ.
     assert canonical_json(value) == rfc8785.dumps(value)
 
 
-@given(st.dictionaries(st.text(), st.text() | st.integers(-(2**53 - 1), 2**53 - 1), max_size=6))
+@given(st.dictionaries(st.text(), st.text() | pst.safe_integers(), max_size=6))
 def test_canonical_bytes_match_rfc8785_for_any_unicode_keys(value: dict[str, Any]) -> None:
     assert canonical_json(value) == rfc8785.dumps(value)
 

@@ -19,6 +19,7 @@ from joserfc.jwk import OctKey, OKPKey
 from pausetoken import JoseSigner, KeyRing, SealedSigner
 from pausetoken._signer_api import SIGNERS_API_VERSION, Signer
 from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
+from pausetoken.testing import strategies as pst
 
 SECRET = secrets.token_bytes(32)
 RING = KeyRing.from_secret(SECRET, kid="k1")
@@ -56,25 +57,11 @@ def refused(token: object, signer: Signer = SIGNER, now: float = 0.0) -> str:
     return exc_info.value.code
 
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**53) + 1, 2**53 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
-json_objects = st.dictionaries(st.text(max_size=12), json_values, max_size=8)
-
-
 # -- round trips and the token's form ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", SIGNERS)
-@given(claims=json_objects)
+@given(claims=pst.json_objects())
 def test_signed_claims_come_back_unchanged(name: str, claims: dict[str, Any]) -> None:
     signer = SIGNERS[name]
     assert signer.verify(signer.sign(claims), now=0.0) == claims

@@ -24,6 +24,7 @@ from pausetoken import (
 )
 from pausetoken._claims import CLAIMS_VERSION
 from pausetoken.exceptions import ConfigurationError, InvalidToken, TokenExpired
+from pausetoken.testing import strategies as pst
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -74,10 +75,6 @@ def refused(
 
 
 texts = st.text(min_size=1, max_size=40)
-hashes = st.binary(min_size=32, max_size=32).map(bytes.hex)
-jtis = st.binary(min_size=16, max_size=48).map(
-    lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
-)
 
 
 @st.composite
@@ -90,15 +87,15 @@ def valid_claims(draw: st.DrawFn) -> tuple[dict[str, Any], int]:
         "aud": "pausetoken",
         "iat": iat,
         "exp": iat + lifetime,
-        "jti": draw(jtis),
+        "jti": draw(pst.jtis()),
         "name": draw(texts),
         "interrupt_id": draw(texts),
         "run_id": draw(texts),
         "session_id": draw(st.text(max_size=40)),
         "thread_id": draw(texts),
         "checkpoint_id": draw(texts),
-        "scope_hash": draw(hashes),
-        "request_hash": draw(hashes),
+        "scope_hash": draw(pst.hashes()),
+        "request_hash": draw(pst.hashes()),
         "ver": CLAIMS_VERSION,
     }
     for name in ("tool_call_id", "sub"):

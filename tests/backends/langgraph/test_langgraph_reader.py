@@ -31,6 +31,7 @@ from pausetoken.exceptions import (
     StaleToken,
     UnknownInterrupt,
 )
+from pausetoken.testing import strategies as pst
 from pausetoken_langgraph import (
     LangGraphCheckpoints,
     ask,
@@ -313,21 +314,12 @@ async def test_a_run_that_is_not_paused_mints_nothing(graphs: Graphs) -> None:
     assert await mint_pending(tokens, graph, config, scope=ACME) == []
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
-    ),
-    max_leaves=10,
-)
-
-
-@given(name=st.text(min_size=1, max_size=10), payload=json_values)
+@given(name=st.text(min_size=1, max_size=10), payload=pst.payloads())
 def test_envelopes_unwrap_to_their_name_and_payload(name: str, payload: Any) -> None:
     assert unwrap(envelope(name, payload)) == (name, payload)
 
 
-@given(value=json_values)
+@given(value=pst.payloads())
 def test_values_that_are_not_envelopes_are_foreign(value: Any) -> None:
     assert unwrap(value) == (None, value)
 

@@ -30,9 +30,11 @@ __all__ = [
     "hashes",
     "instants",
     "interrupt_names",
+    "json_objects",
     "jtis",
     "pause_keys",
     "payloads",
+    "safe_integers",
     "scopes",
 ]
 
@@ -100,12 +102,23 @@ def scopes() -> st.SearchStrategy[Scope]:
     )
 
 
+def safe_integers() -> st.SearchStrategy[int]:
+    """Integers that hash exactly: from ``-(2**53 - 1)`` to ``2**53 - 1``, as JSON numbers."""
+    return st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
+
+
 def payloads(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
-    """JSON values that hash exactly: no NaN or infinities, integers within 2**53 - 1."""
+    """JSON values that hash exactly: no NaN or infinities, integers within 2**53 - 1.
+
+    Strings and object keys are any Unicode text without lone surrogates.
+
+    Args:
+        max_leaves: The most scalars in one value.
+    """
     scalars = (
         st.none()
         | st.booleans()
-        | st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)
+        | safe_integers()
         | st.floats(allow_nan=False, allow_infinity=False)
         | st.text(max_size=40)
     )
@@ -117,6 +130,16 @@ def payloads(*, max_leaves: int = 25) -> st.SearchStrategy[Any]:
         ),
         max_leaves=max_leaves,
     )
+
+
+def json_objects(*, max_size: int = 8, max_leaves: int = 8) -> st.SearchStrategy[dict[str, Any]]:
+    """JSON objects of `payloads()`: what a signer signs, or a payload with named fields.
+
+    Args:
+        max_size: The most members.
+        max_leaves: The most scalars in each member's value.
+    """
+    return st.dictionaries(st.text(max_size=20), payloads(max_leaves=max_leaves), max_size=max_size)
 
 
 @st.composite
