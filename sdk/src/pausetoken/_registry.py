@@ -409,8 +409,12 @@ def register_store(name: str, target: Any, *, replace: bool = False) -> None:
     ``"module:attr"`` string imported on first use.
 
     Examples:
-        >>> register_store("inhouse", "myapp.stores:InHouseStore")  # doctest: +SKIP
-        >>> open_store("inhouse://tokens")  # doctest: +SKIP
+        Listed at once, imported by the first ``open_store("inhouse://...")``:
+
+        >>> register_store("inhouse", "myapp.stores:InHouseStore")
+        >>> [b.target for b in available_backends("stores") if b.name == "inhouse"]
+        ['myapp.stores:InHouseStore']
+        >>> reset_registry()
 
     Args:
         name: The URL family it is chosen by (lower case, e.g. ``"inhouse"``).

@@ -142,8 +142,15 @@ class PauseTokens:
     `from_settings()` opened.
 
     Examples:
-        >>> tokens = PauseTokens(signer=signer, store=store, checkpoints=checkpoints)
-        ... # doctest: +SKIP
+        >>> import warnings
+        >>> from pausetoken import JoseSigner, KeyRing, MemoryCheckpoints, MemoryStore
+        >>> from pausetoken import MemoryStoreWarning
+        >>> with warnings.catch_warnings():  # it warns that it is local to this process
+        ...     warnings.simplefilter("ignore", MemoryStoreWarning)
+        ...     store = MemoryStore()
+        >>> tokens = PauseTokens(
+        ...     signer=JoseSigner(KeyRing.generate()), store=store, checkpoints=MemoryCheckpoints()
+        ... )
     """
 
     def __init__(

@@ -109,6 +109,9 @@ def ask(
         ValueError: a name with ``response`` that no interrupt could be registered under.
 
     Examples:
+        A node of a graph (not run here: outside a running graph there is nothing to pause;
+        docs/langgraph.md runs a whole graph):
+
         >>> REFUND = Interrupt("refund", payload=Refund, response=Decision)  # doctest: +SKIP
         >>> def approve(state):  # doctest: +SKIP
         ...     decision = ask(REFUND, Refund(state["order_id"], 1999))

@@ -137,9 +137,20 @@ class LangGraphCheckpoints:
             with ``ainvoke``, so the checkpointer must implement the async methods.
 
     Examples:
-        >>> tokens = PauseTokens(  # doctest: +SKIP
-        ...     signer=signer, store=store, checkpoints=LangGraphCheckpoints(graph)
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> from langgraph.graph import START, StateGraph
+        >>> graph = (
+        ...     StateGraph(dict)
+        ...     .add_node("review", lambda state: state)
+        ...     .add_edge(START, "review")
+        ...     .compile(checkpointer=InMemorySaver(), name="refunds")
         ... )
+        >>> checkpoints = LangGraphCheckpoints(graph)
+        >>> checkpoints.namespace, checkpoints.persistent
+        ('langgraph:refunds', False)
+
+        The service then reads this graph's checkpoints:
+        ``PauseTokens(signer=signer, store=store, checkpoints=checkpoints)``.
     """
 
     api_version = CHECKPOINTS_API_VERSION
