@@ -1,8 +1,10 @@
-"""The test matrix: backends x Python versions, lint, typing, docs.
+"""The test matrix: backends x Python versions, doctests, coverage, lint, typing, docs.
 
 `nox` runs every default session. `tests` runs each backend on the newest installed Python
 (`nox -s "tests(backend='sqlite')"`), `compat` on the other installed Pythons of 3.11-3.13;
-`nox -l` lists them all.
+`doctests` runs the docstring examples; `coverage` combines the branch coverage `tests` and
+`doctests` measured and fails under the threshold in pyproject.toml; `nox -l` lists them all.
+Every session runs the tests marked slow, which a plain `pytest` deselects.
 
 Database backends read their server URLs from the environment
 (PAUSETOKEN_TEST_POSTGRESQL_URL, PAUSETOKEN_TEST_MYSQL_URL). Without one, the session skips
@@ -12,6 +14,7 @@ with the reason, except under CI (CI=true) where a missing server fails the run.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -43,6 +46,8 @@ NEWEST, OLDER = PYTHONS[-1], PYTHONS[:-1]
 nox.options.sessions = [
     "tests",
     *(["compat"] if OLDER else []),
+    "doctests",
+    "coverage",
     "lint",
     "typing",
     "docs",
@@ -110,11 +115,35 @@ def _existing(paths: list[str]) -> list[str]:
     return [path for path in paths if (ROOT / path).exists()]
 
 
+# Branch coverage: the tests sessions (newest Python) and the doctests each leave data files
+# named after the session in COVERAGE; the coverage session combines the latest of each.
+MEASURED = [*(f"tests(backend={backend!r})" for backend in BACKENDS), "doctests"]
+COVERAGE = ROOT / ".nox" / ".coverage-data"  # beside the sessions' environments
+
+
+def _coverage_prefix(session_name: str) -> str:
+    return ".coverage." + re.sub(r"[^A-Za-z0-9]+", "-", session_name).strip("-")
+
+
+def _coverage_data(session_name: str) -> list[Path]:
+    return sorted(COVERAGE.glob(_coverage_prefix(session_name) + ".*"))
+
+
+def _pytest(session: nox.Session, *args: str, env: dict[str, str], measure: bool) -> None:
+    """Run pytest, under coverage when ``measure`` (its data replaces the session's last)."""
+    if not measure:
+        session.run("pytest", *args, env=env)
+        return
+    COVERAGE.mkdir(parents=True, exist_ok=True)
+    data = str(COVERAGE / _coverage_prefix(session.name))
+    session.run("coverage", "run", "-m", "pytest", *args, env={**env, "COVERAGE_FILE": data})
+
+
 @nox.session(python=NEWEST)
 @nox.parametrize("backend", list(BACKENDS))
 def tests(session: nox.Session, backend: str) -> None:
     """Run one backend's tests against the built distributions on the newest Python."""
-    _run_tests(session, backend)
+    _run_tests(session, backend, measure=True)
 
 
 if OLDER:
@@ -123,10 +152,10 @@ if OLDER:
     @nox.parametrize("backend", list(BACKENDS))
     def compat(session: nox.Session, backend: str) -> None:
         """Run one backend's tests on every other installed Python."""
-        _run_tests(session, backend)
+        _run_tests(session, backend, measure=False)
 
 
-def _run_tests(session: nox.Session, backend: str) -> None:
+def _run_tests(session: nox.Session, backend: str, *, measure: bool) -> None:
     install, paths, url_variable = BACKENDS[backend]
     env = {"PAUSETOKEN_TEST_BACKEND": backend}
     if backend in {"sqlite", "postgresql", "mysql"}:
@@ -144,14 +173,60 @@ def _run_tests(session: nox.Session, backend: str) -> None:
     session.install(*[item for item in install if (ROOT / item.split("[")[0]).exists()])
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
+    for stale in _coverage_data(session.name) if measure else []:
+        stale.unlink()
     if backend != "memory":
-        session.run("pytest", *EVERY_TEST, *_existing(paths), *session.posargs, env=env)
+        _pytest(session, *EVERY_TEST, *_existing(paths), *session.posargs, env=env, measure=measure)
         return
     # An explicit -m replaces the pyproject's "not slow": slow tests run here too.
-    session.run("pytest", "-m", "not rival_plugin", *_existing(paths), *session.posargs, env=env)
+    first = ["-m", "not rival_plugin", *_existing(paths), *session.posargs]
+    _pytest(session, *first, env=env, measure=measure)
     # A second distribution claiming the same store name must make selection fail loudly.
     session.install("./tests/plugins/pausetoken-inhouse-rival")
-    session.run("pytest", "-m", "rival_plugin", "tests/plugins", *session.posargs, env=env)
+    rival = ["-m", "rival_plugin", "tests/plugins", *session.posargs]
+    _pytest(session, *rival, env=env, measure=measure)
+
+
+def _packages(distribution: Path) -> list[str]:
+    return sorted(p.name for p in (distribution / "src").iterdir() if (p / "__init__.py").is_file())
+
+
+@nox.session(python=NEWEST)
+def doctests(session: nox.Session) -> None:
+    """Run the docstring examples of every distribution, as built and installed."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    distributions = _backend_distributions()
+    session.install("./sdk[testing,cli]", *(_with_all_extras(d) for d in distributions))
+    packages = [name for d in [ROOT / "sdk", *distributions] for name in _packages(d)]
+    for stale in _coverage_data(session.name):
+        stale.unlink()
+    args = [*EVERY_TEST, "--doctest-modules", "--pyargs", *packages, *session.posargs]
+    _pytest(session, *args, env={}, measure=True)
+
+
+@nox.session(python=NEWEST)
+def coverage(session: nox.Session) -> None:
+    """Combine the measured sessions' branch coverage; fail under the pyproject's threshold.
+
+    The threshold holds for the data of every measured session. Locally, a database
+    session skipped for want of a server leaves none: then the figure is reported but not
+    enforced (under CI every session must have run).
+    """
+    session.install(*nox.project.dependency_groups(PYPROJECT, "coverage"))
+    missing = [name for name in MEASURED if not _coverage_data(name)]
+    if len(missing) == len(MEASURED):
+        session.error(f"no coverage data: run the sessions first ({', '.join(MEASURED)})")
+    if missing and ON_CI:
+        session.error(f"no coverage data from {', '.join(missing)}")
+    # Not a sibling of the sessions' files: reporting would combine (and delete) them.
+    env = {"COVERAGE_FILE": str(COVERAGE / "combined")}
+    data = [str(path) for name in MEASURED for path in _coverage_data(name)]
+    session.run("coverage", "combine", "--keep", "--quiet", *data, env=env)
+    if missing:
+        session.warn(f"not enforcing the threshold: no data from {', '.join(missing)}")
+        session.run("coverage", "report", "--fail-under=0", env=env)
+        return
+    session.run("coverage", "report", env=env)
 
 
 @nox.session(python=NEWEST)
