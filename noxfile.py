@@ -157,6 +157,9 @@ if OLDER:
 
 def _run_tests(session: nox.Session, backend: str, *, measure: bool) -> None:
     install, paths, url_variable = BACKENDS[backend]
+    # Before a skip too: a session that did not run leaves no data.
+    for stale in _coverage_data(session.name) if measure else []:
+        stale.unlink()
     env = {"PAUSETOKEN_TEST_BACKEND": backend}
     if backend in {"sqlite", "postgresql", "mysql"}:
         # A database session tests its own server only (SQLite needs none).
@@ -173,8 +176,6 @@ def _run_tests(session: nox.Session, backend: str, *, measure: bool) -> None:
     session.install(*[item for item in install if (ROOT / item.split("[")[0]).exists()])
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
-    for stale in _coverage_data(session.name) if measure else []:
-        stale.unlink()
     if backend != "memory":
         _pytest(session, *EVERY_TEST, *_existing(paths), *session.posargs, env=env, measure=measure)
         return
