@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import HealthCheck, settings
 
+import servers  # noqa: F401 - takes the PAUSETOKEN_TEST_* variables out of the environment
 from pausetoken._registry import reset_registry
 
 if TYPE_CHECKING:

@@ -163,8 +163,7 @@ def run_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         return
     monkeypatch.chdir(tmp_path)
     for name in [name for name in os.environ if name.startswith("PAUSETOKEN_")]:
-        if not name.startswith("PAUSETOKEN_TEST_"):
-            monkeypatch.delenv(name)
+        monkeypatch.delenv(name)
     keys = write_key_file(tmp_path / "pausetoken-keys.json")
     monkeypatch.setenv("PAUSETOKEN_KEYS_FILE", str(keys))
     monkeypatch.setenv("PAUSETOKEN_STORE_URL", "memory://")

@@ -165,3 +165,8 @@ def test_core_modules_import_each_other_without_cycles() -> None:
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+def test_library_code_knows_nothing_of_the_test_suites_variables() -> None:
+    sources = [*SDK.rglob("*.py"), *(ROOT / "backends").glob("*/src/**/*.py")]
+    assert [p.name for p in sources if "PAUSETOKEN_TEST" in p.read_text()] == []

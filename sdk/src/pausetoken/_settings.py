@@ -52,9 +52,6 @@ __all__ = ["ENV_PREFIX", "Settings", "parse_duration", "verifier_settings"]
 #: Prefix of every environment variable pausetoken reads.
 ENV_PREFIX: Final = "PAUSETOKEN_"
 
-#: Variables under this prefix belong to test suites (server URLs) and are not settings.
-TEST_PREFIX: Final = "PAUSETOKEN_TEST_"
-
 #: Codes of the configuration errors raised here (``ConfigurationError.code``).
 MISSING: Final = "settings_missing"
 UNKNOWN: Final = "settings_unknown"
@@ -295,8 +292,7 @@ class Settings:
         ``PAUSETOKEN_AUDIENCE``, ``PAUSETOKEN_TTL``, ``PAUSETOKEN_LEEWAY``,
         ``PAUSETOKEN_MAX_LIFETIME``, ``PAUSETOKEN_LEASE`` (durations: ``90``, ``15m``,
         ``24h``, ``7d``) and ``PAUSETOKEN_MAX_TOKEN_BYTES``. Any other ``PAUSETOKEN_*``
-        variable is refused, so a misspelt one is noticed; ``PAUSETOKEN_TEST_*`` variables
-        are left to test suites.
+        variable is refused, so a misspelt one is noticed.
 
         Args:
             environ: The variables to read (default: `os.environ`).
@@ -386,9 +382,7 @@ def _environment(environ: Mapping[str, str] | None) -> dict[str, Any]:
     """The settings the ``PAUSETOKEN_*`` variables give, by name; unknown variables refused."""
     environ = os.environ if environ is None else environ
     known = {_env_name(name): name for name in _FIELDS}
-    ours = sorted(
-        name for name in environ if name.startswith(ENV_PREFIX) and not name.startswith(TEST_PREFIX)
-    )
+    ours = sorted(name for name in environ if name.startswith(ENV_PREFIX))
     _refuse_unknown(ours, known, "environment variable")
     data: dict[str, Any] = {}
     for variable in ours:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-import os
 import re
 import secrets
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
@@ -12,6 +11,7 @@ import attrs
 import pytest
 from langgraph.graph import END, START, StateGraph
 
+import servers
 from pausetoken import Interrupt, Scope
 from pausetoken_langgraph import ask
 
@@ -51,7 +51,7 @@ def psycopg_conninfo(url: str) -> str:
 
 
 def postgresql_url() -> str:
-    url = os.environ.get(POSTGRESQL_ENV)
+    url = servers.variable("POSTGRESQL_URL")
     if not url:
         pytest.skip(f"{POSTGRESQL_ENV} is not set: no PostgreSQL server to test against")
     return psycopg_conninfo(url)

@@ -9,7 +9,6 @@ its own table name, dropped afterwards, so parallel runs never collide.
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ import pytest
 from sqlalchemy import MetaData, delete, inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+import servers
 from pausetoken_sqlalchemy import SCHEMA_TABLE_NAME, SQLAlchemyStore, make_schema_table
 
 if TYPE_CHECKING:
@@ -24,18 +24,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 ENGINES = ("sqlite", "postgresql", "mysql")
-SERVER_ENV = {
-    "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
-    "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
-}
+SERVER_ENV = {"postgresql": "POSTGRESQL_URL", "mysql": "MYSQL_URL"}
 
 
 def server_url(engine: str) -> str:
     """The configured URL of a server engine, or skip the test saying which variable."""
-    variable = SERVER_ENV[engine]
-    url = os.environ.get(variable)
+    name = SERVER_ENV[engine]
+    url = servers.variable(name)
     if not url:
-        pytest.skip(f"{variable} is not set: no {engine} server to test against")
+        pytest.skip(f"{servers.PREFIX}{name} is not set: no {engine} server to test against")
     return url
 
 
@@ -127,7 +124,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     nox sets ``PAUSETOKEN_TEST_BACKEND``; the other engines' tests are deselected rather than
     skipped, so a skip in a database session always means something is missing.
     """
-    chosen = os.environ.get("PAUSETOKEN_TEST_BACKEND")
+    chosen = servers.variable("BACKEND")
     if chosen not in ENGINES:
         return
     keep: list[pytest.Item] = []
