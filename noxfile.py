@@ -7,8 +7,9 @@
 Every session runs the tests marked slow, which a plain `pytest` deselects.
 
 Database backends read their server URLs from the environment
-(PAUSETOKEN_TEST_POSTGRESQL_URL, PAUSETOKEN_TEST_MYSQL_URL). Without one, the session skips
-with the reason, except under CI (CI=true) where a missing server fails the run.
+(PAUSETOKEN_TEST_POSTGRESQL_URL, PAUSETOKEN_TEST_MYSQL_URL, PAUSETOKEN_TEST_REDIS_URL).
+Without one, the session skips with the reason, except under CI (CI=true) where a missing
+server fails the run.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ EVERY_TEST = ("-m", "")
 SERVER_VARIABLES = {
     "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
     "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
+    "redis": "PAUSETOKEN_TEST_REDIS_URL",
 }
 
 # backend -> (what to install, test paths, environment variable naming a server URL)
@@ -84,6 +86,11 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         ["./sdk[testing,cli]", "./backends/sqlalchemy[sqlite,postgresql,mysql]"],
         ["tests/backends/sqlalchemy"],
         SERVER_VARIABLES["mysql"],
+    ),
+    "redis": (
+        ["./sdk[testing,cli]", "./backends/redis"],
+        ["tests/backends/redis"],
+        SERVER_VARIABLES["redis"],
     ),
     # AsyncPostgresSaver tests use PAUSETOKEN_TEST_POSTGRESQL_URL when it is set, else skip.
     "langgraph": (

@@ -19,6 +19,7 @@ _CHECKOUT_PATHS: Final = {
     "pausetoken": "./sdk",
     "pausetoken-sqlalchemy": "./backends/sqlalchemy",
     "pausetoken-langgraph": "./backends/langgraph",
+    "pausetoken-redis": "./backends/redis",
 }
 # Core extras that only pull in a backend distribution: from a checkout, name the backend.
 _BACKEND_EXTRAS: Final = {
@@ -27,6 +28,7 @@ _BACKEND_EXTRAS: Final = {
     "postgresql": ("pausetoken-sqlalchemy", "postgresql"),
     "mysql": ("pausetoken-sqlalchemy", "mysql"),
     "langgraph": ("pausetoken-langgraph", ""),
+    "redis": ("pausetoken-redis", ""),
 }
 
 

@@ -98,6 +98,7 @@ _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
         "postgresql": _sqlalchemy_hint("postgresql"),
         "mysql": _sqlalchemy_hint("mysql"),
         "mariadb": _sqlalchemy_hint("mysql"),
+        "redis": f"provided by pausetoken-redis: {install_hint('pausetoken[redis]')}",
     },
     "signers": {},
     "checkpoints": {

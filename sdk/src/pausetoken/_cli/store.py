@@ -222,6 +222,10 @@ async def _purge(args: argparse.Namespace) -> int:
     finally:
         await store.aclose()
     print(deleted)  # noqa: T201 - the count is the command's output
+    if getattr(store, "expires_rows_itself", False):
+        # A TTL store (Redis PEXPIREAT): the server removes each row at its expiry.
+        say("pausetoken: nothing to purge: this store's rows expire by themselves at their expiry")
+        return EXIT_OK
     say(f"pausetoken: removed {deleted} row(s) that expired before {before.isoformat()}")
     return EXIT_OK
 

@@ -1,0 +1,141 @@
+"""Opening redis-py clients from URLs, and turning their failures into pausetoken's errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final
+from urllib.parse import unquote, urlsplit
+
+from redis import exceptions as redis_errors
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+
+from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.plugins import redact_url
+
+__all__ = ["CLUSTER_SCHEMES", "Client", "open_client", "unavailable"]
+
+#: A standalone client or a cluster client: both run the store's scripts.
+Client = Redis | RedisCluster
+
+#: URL schemes that choose Redis Cluster (the ``+cluster`` suffix, ``cluster=True`` too).
+CLUSTER_SCHEMES: Final = frozenset({"redis+cluster", "rediss+cluster"})
+_SCHEMES: Final = frozenset({"redis", "rediss", "unix", *CLUSTER_SCHEMES})
+
+
+def scheme_of(url: str) -> str:
+    """The URL's scheme, lower-cased; refuses one this store does not open."""
+    scheme = url.partition("://")[0].lower()
+    if scheme not in _SCHEMES:
+        shown = redact_url(url)
+        msg = (
+            f"RedisStore opens redis://, rediss://, redis+cluster:// or rediss+cluster:// "
+            f"URLs (got {shown!r})"
+        )
+        raise ConfigurationError(msg)
+    return scheme
+
+
+def open_client(url: str, *, cluster: bool, max_connections: int, timeout: float) -> Client:
+    """A client for ``url``: a blocking pool of ``max_connections``, or a cluster client.
+
+    A standalone client waits up to ``timeout`` for a free connection instead of failing
+    at once (the default pool raises when it runs out, which 200 concurrent claims do).
+    A cluster client keeps up to ``max_connections`` per node.
+    """
+    scheme = scheme_of(url)
+    try:
+        if scheme in CLUSTER_SCHEMES:
+            return _cluster_from_nodes(url, scheme, max_connections, timeout)
+        if cluster:
+            return RedisCluster.from_url(
+                url,
+                max_connections=max_connections,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+            )
+        pool = BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=timeout,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+        )
+        return Redis.from_pool(pool)  # the client owns the pool: closing it closes both
+    except (ValueError, TypeError, redis_errors.RedisError) as exc:
+        msg = f"cannot open a Redis client for {redact_url(url)!r}: {_scrubbed(exc, url)}"
+        raise ConfigurationError(msg) from None
+
+
+def _cluster_from_nodes(url: str, scheme: str, max_connections: int, timeout: float) -> Client:
+    """``redis+cluster://[user:password@]host:port,host:port/``: every seed node."""
+    rest = url.partition("://")[2]
+    authority, _, path = rest.partition("/")
+    credentials, _, hosts = authority.rpartition("@")
+    username, _, password = credentials.partition(":")
+    if path.strip("/") not in {"", "0"}:
+        msg = f"Redis Cluster has database 0 only (got {redact_url(url)!r})"
+        raise ConfigurationError(msg)
+    nodes = []
+    for host in filter(None, hosts.split(",")):
+        parsed = urlsplit(f"//{host}")
+        if parsed.hostname is None:
+            msg = f"a Redis Cluster URL lists host:port seeds (got {redact_url(url)!r})"
+            raise ConfigurationError(msg)
+        nodes.append(ClusterNode(parsed.hostname, parsed.port or 6379))
+    if not nodes:
+        msg = f"a Redis Cluster URL lists at least one host:port (got {redact_url(url)!r})"
+        raise ConfigurationError(msg)
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=unquote(username) or None,
+        password=unquote(password) or None,
+        ssl=scheme.startswith("rediss"),
+        max_connections=max_connections,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+    )
+
+
+#: What a failure of the server or the network looks like mid-operation (fail closed):
+#: refused or reset connections, timeouts, ``LOADING``, ``READONLY`` after a failover,
+#: ``CLUSTERDOWN``/``TRYAGAIN`` and redirection storms alike.
+TRANSIENT: Final = (
+    redis_errors.RedisError,
+    redis_errors.RedisClusterException,
+    asyncio.TimeoutError,
+    OSError,
+)
+
+
+def unavailable(exc: BaseException, url: str | None, what: str) -> StoreUnavailable:
+    """The `StoreUnavailable` for ``exc`` raised while doing ``what`` (no password shown)."""
+    where = f" at {redact_url(url)}" if url else ""
+    detail = _scrubbed(exc, url) or type(exc).__name__
+    return StoreUnavailable(f"Redis{where} could not {what}: {detail}")
+
+
+def _scrubbed(exc: BaseException, url: str | None) -> str:
+    text = str(exc)
+    password = urlsplit(url).password if url and "://" in url else None
+    if password:
+        text = text.replace(password, "***").replace(unquote(password), "***")
+    return text
+
+
+def is_permission_error(exc: BaseException) -> bool:
+    """Bad credentials or a user without the rights: permanent, not transient."""
+    kinds: tuple[type[BaseException], ...] = (
+        redis_errors.AuthenticationError,
+        redis_errors.AuthorizationError,
+        redis_errors.AuthenticationWrongNumberOfArgsError,
+        redis_errors.NoPermissionError,
+    )
+    return isinstance(exc, kinds)
+
+
+def decode(value: bytes | str | None) -> str | None:
+    """A reply element as text (clients may or may not decode responses)."""
+    if isinstance(value, bytes):
+        return value.decode()
+    return value

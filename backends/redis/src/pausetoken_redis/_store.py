@@ -1,0 +1,426 @@
+"""`RedisStore`: the token store on Redis or Redis Cluster, one Lua script per operation."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
+
+from redis import exceptions as redis_errors
+from redis.asyncio.cluster import RedisCluster
+
+from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.plugins import (
+    STORE_API_VERSION,
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    PauseRecord,
+    PauseState,
+    redact_url,
+)
+from pausetoken_redis._clients import (
+    TRANSIENT,
+    Client,
+    decode,
+    is_permission_error,
+    open_client,
+    scheme_of,
+    unavailable,
+)
+from pausetoken_redis._scripts import SCRIPTS
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_TIMEOUT",
+    "RedisStore",
+]
+
+_log = logging.getLogger("pausetoken.stores.redis")
+
+#: What every key of the store starts with (``key_prefix`` option).
+DEFAULT_KEY_PREFIX: Final = "pausetoken:"
+#: Connections in the blocking pool (per node on Redis Cluster; ``max_connections``).
+DEFAULT_MAX_CONNECTIONS: Final = 64
+#: Seconds one operation may take, waiting for a connection and connecting included.
+DEFAULT_TIMEOUT: Final = 5.0
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+_STATES: Final = {"c": PauseState.CLAIMED, "r": PauseState.REDEEMED, "x": PauseState.REVOKED}
+_OPTIONS: Final = frozenset({"key_prefix", "max_connections", "timeout", "cluster"})
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _expiry_args(moment: datetime) -> tuple[str, str]:
+    """The row expiry in microseconds, and the key's ``PEXPIREAT`` (milliseconds, rounded up)."""
+    micros = _micros(moment)
+    return str(micros), str(-(-micros // 1000))
+
+
+def _moment(value: bytes | str | None) -> datetime | None:
+    text = decode(value)
+    return None if text is None else _EPOCH + int(text) * _MICROSECOND
+
+
+class _Script:
+    """One Lua script run with ``EVALSHA``, loaded again after ``NOSCRIPT``."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+    async def __call__(self, client: Client, key: str, *args: str) -> Any:
+        try:
+            return await client.evalsha(self.sha, 1, key, *args)
+        except redis_errors.NoScriptError:
+            # A restarted server or a new cluster node: load it and run it once more.
+            await client.script_load(self.source)
+            return await client.evalsha(self.sha, 1, key, *args)
+
+
+_RUN: Final = {name: _Script(source) for name, source in SCRIPTS.items()}
+
+
+class RedisStore:
+    """The token store on Redis (standalone) or Redis Cluster.
+
+    Every operation is one Lua script (``EVALSHA``) on one hash per pause, under the key
+    ``{key_prefix}{<pause key>}``: the braces are a hash tag, so an operation touches one
+    slot and Redis runs it atomically. Rows expire by themselves (``PEXPIREAT`` at the
+    row's expiry, only ever raised), so `purge()` has nothing to do.
+
+    Open it from a URL with `from_url()` (``redis://``, ``rediss://``, ``unix://``,
+    ``redis+cluster://host:port,host:port/``), or hand it a client you own:
+
+    ```python
+    from redis.asyncio import Redis
+
+    client = Redis.from_url("redis://127.0.0.1:6379/0")
+    store = RedisStore(client, key_prefix="myapp:pausetoken:")
+    ...
+    await store.aclose()  # leaves `client` open: it is yours
+    ```
+
+    Args:
+        client: A ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``.
+        key_prefix: What every key starts with (no braces: they would break the hash tag).
+        timeout: Seconds one operation may take before it fails with `StoreUnavailable`.
+        url: The URL the client was opened from, for error messages (password hidden).
+        owns_client: Whether `aclose()` closes ``client`` (`from_url()` sets it).
+
+    Raises:
+        ConfigurationError: for a key prefix with braces or a timeout that is not positive.
+    """
+
+    api_version: ClassVar[int] = STORE_API_VERSION
+    #: Rows expire by themselves: ``purge`` deletes nothing and ``store purge`` says so.
+    expires_rows_itself: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        key_prefix: str = DEFAULT_KEY_PREFIX,
+        timeout: float = DEFAULT_TIMEOUT,
+        url: str | None = None,
+        owns_client: bool = False,
+    ) -> None:
+        if "{" in key_prefix or "}" in key_prefix:
+            msg = f"key_prefix must not contain braces (they make the hash tag): {key_prefix!r}"
+            raise ConfigurationError(msg)
+        if not timeout > 0:
+            msg = f"timeout must be a positive number of seconds (got {timeout!r})"
+            raise ConfigurationError(msg)
+        self._client = client
+        self._prefix = key_prefix
+        self._timeout = float(timeout)
+        self._url = url
+        self._owns_client = owns_client
+        self._closed = False
+        #: What `check()` found worth a warning (persistence off, for example).
+        self.warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def from_url(cls, url: str, /, **options: Any) -> RedisStore:
+        """Open a store on the server (or cluster) at ``url``.
+
+        Args:
+            url: ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS),
+                ``unix:///path/redis.sock?db=0``, or ``redis+cluster://host:port,host:port/``
+                (``rediss+cluster://`` with TLS) for Redis Cluster.
+            **options: ``key_prefix`` (default `DEFAULT_KEY_PREFIX`), ``max_connections``
+                (the blocking pool's size, default `DEFAULT_MAX_CONNECTIONS`; per node on a
+                cluster), ``timeout`` (seconds per operation, default `DEFAULT_TIMEOUT`),
+                ``cluster`` (``True`` opens a ``redis://`` URL with ``RedisCluster``).
+
+        Returns:
+            A store owning its client (`aclose()` closes it).
+
+        Raises:
+            ConfigurationError: for an unknown option, a bad value or an unusable URL.
+        """
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            msg = (
+                f"unknown RedisStore option(s) {', '.join(map(repr, unknown))} for "
+                f"{redact_url(url)!r}; known: {', '.join(sorted(_OPTIONS))}"
+            )
+            raise ConfigurationError(msg)
+        max_connections = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
+        if isinstance(max_connections, bool) or not isinstance(max_connections, int):
+            msg = f"max_connections must be an integer (got {max_connections!r})"
+            raise ConfigurationError(msg)
+        if max_connections < 1:
+            msg = f"max_connections must be at least 1 (got {max_connections})"
+            raise ConfigurationError(msg)
+        timeout = options.get("timeout", DEFAULT_TIMEOUT)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            msg = f"timeout must be a positive number of seconds (got {timeout!r})"
+            raise ConfigurationError(msg)
+        key_prefix = options.get("key_prefix", DEFAULT_KEY_PREFIX)
+        if not isinstance(key_prefix, str):
+            msg = f"key_prefix must be a string (got {key_prefix!r})"
+            raise ConfigurationError(msg)
+        cluster = options.get("cluster", False)
+        if not isinstance(cluster, bool):
+            msg = f"cluster must be True or False (got {cluster!r})"
+            raise ConfigurationError(msg)
+        scheme_of(url)
+        if "{" in key_prefix or "}" in key_prefix:
+            msg = f"key_prefix must not contain braces (they make the hash tag): {key_prefix!r}"
+            raise ConfigurationError(msg)
+        client = open_client(
+            url, cluster=cluster, max_connections=max_connections, timeout=float(timeout)
+        )
+        return cls(client, key_prefix=key_prefix, timeout=timeout, url=url, owns_client=True)
+
+    @property
+    def client(self) -> Client:
+        """The redis-py client the store runs its scripts on."""
+        return self._client
+
+    @property
+    def is_cluster(self) -> bool:
+        """Whether the client is a ``RedisCluster``."""
+        return isinstance(self._client, RedisCluster)
+
+    def key(self, pause_key: str) -> str:
+        """The Redis key of ``pause_key``'s hash: ``{key_prefix}{<pause key>}``."""
+        return f"{self._prefix}{{{pause_key}}}"
+
+    def __repr__(self) -> str:
+        where = redact_url(self._url) if self._url else type(self._client).__name__
+        return f"<RedisStore {where} prefix={self._prefix!r}>"
+
+    async def _run(self, what: str, script: str, pause_key: str, *args: str) -> Any:
+        if self._closed:
+            msg = "the Redis store was closed"
+            raise StoreUnavailable(msg)
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await _RUN[script](self._client, self.key(pause_key), *args)
+        except TRANSIENT as exc:
+            raise unavailable(exc, self._url, what) from exc
+
+    # -- the store protocol -----------------------------------------------------------------
+
+    async def claim(self, request: ClaimRequest) -> ClaimResult:
+        """Take the lease on ``request.pause_key``, or say why not (one script)."""
+        expires, expires_ms = _expiry_args(request.expires_at)
+        reply = await self._run(
+            "claim a pause",
+            "claim",
+            request.pause_key,
+            request.scope_hash,
+            request.name,
+            request.response_hash,
+            expires,
+            expires_ms,
+            request.lease_id,
+            str(_micros(request.lease_until)),
+            str(_micros(request.now)),
+        )
+        outcome = decode(reply[0])
+        if outcome == "claimed":
+            return ClaimResult(ClaimOutcome.CLAIMED)
+        if outcome == "in_progress":
+            return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=_moment(reply[1]))
+        if outcome == "revoked":
+            return ClaimResult(ClaimOutcome.REVOKED)
+        same = hmac.compare_digest(decode(reply[1]) or "", request.response_hash)
+        return ClaimResult(ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER)
+
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        """Extend the holder's lease (never shorten it); whether ``lease_id`` holds it."""
+        until = str(_micros(lease_until))
+        return bool(await self._run("renew a lease", "renew", pause_key, lease_id, until))
+
+    async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
+        """Redeem the pause if ``lease_id`` holds it (or already committed it)."""
+        expires, expires_ms = _expiry_args(expires_at)
+        reply = await self._run(
+            "commit a redemption", "commit", pause_key, lease_id, expires, expires_ms
+        )
+        return bool(reply)
+
+    async def release(self, pause_key: str, lease_id: str) -> bool:
+        """Drop the claim if ``lease_id`` holds it; whether it did."""
+        return bool(await self._run("release a claim", "release", pause_key, lease_id))
+
+    async def revoke(
+        self, pause_key: str, scope_hash: str, name: str, expires_at: datetime, now: datetime
+    ) -> PauseRecord:
+        """Revoke the pause unless it is redeemed or a live lease holds it."""
+        expires, expires_ms = _expiry_args(expires_at)
+        reply = await self._run(
+            "revoke a pause",
+            "revoke",
+            pause_key,
+            scope_hash,
+            name,
+            expires,
+            expires_ms,
+            str(_micros(now)),
+        )
+        record = self._record(pause_key, reply)
+        if record is None:  # pragma: no cover - the script always leaves a row
+            msg = f"Redis returned no row after revoking a pause ({self._url or 'client'})"
+            raise StoreUnavailable(msg)
+        return record
+
+    async def status(self, pause_key: str) -> PauseRecord | None:
+        """The pause's record, or ``None`` if there is none (or it expired)."""
+        return self._record(pause_key, await self._run("read a pause", "status", pause_key))
+
+    async def purge(self, before: datetime) -> int:  # noqa: ARG002 - the protocol's signature
+        """Delete nothing and return 0: rows expire by themselves at their expiry.
+
+        Every row carries ``PEXPIREAT`` at its expiry, so Redis removes it then, without
+        being asked; `expires_rows_itself` says so, and ``pausetoken store purge`` explains.
+        """
+        if self._closed:
+            msg = "the Redis store was closed"
+            raise StoreUnavailable(msg)
+        return 0
+
+    async def check(self) -> None:
+        """Ping the server, load the scripts, and warn when persistence is off.
+
+        Raises:
+            ConfigurationError: wrong credentials or a user without the rights.
+            StoreUnavailable: the server cannot be reached now.
+        """
+        if self._closed:
+            msg = "the Redis store was closed"
+            raise StoreUnavailable(msg)
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._client.ping()
+                for script in _RUN.values():
+                    await self._client.script_load(script.source)
+                self.warnings = await self._persistence_warnings()
+        except TRANSIENT as exc:
+            if is_permission_error(exc):
+                where = redact_url(self._url) if self._url else "the Redis client"
+                msg = f"Redis at {where} refused the store's user: {exc}"
+                raise ConfigurationError(msg) from exc
+            raise unavailable(exc, self._url, "be reached") from exc
+        for warning in self.warnings:
+            _log.warning("redis store: %s", warning)
+
+    async def _persistence_warnings(self) -> tuple[str, ...]:
+        try:
+            appendonly = await self._config("appendonly")
+            save = await self._config("save")
+            fsync = await self._config("appendfsync")
+        except redis_errors.ResponseError:
+            # CONFIG renamed or denied (managed services often do): say we could not tell.
+            return (
+                (
+                    "could not read the server's persistence settings (CONFIG GET refused); "
+                    "make sure it runs with appendonly yes and appendfsync always"
+                ),
+            )
+        if appendonly != "yes" and not save:
+            return (
+                (
+                    "persistence is off on this Redis (appendonly no, save ''): a restart "
+                    "forgets every redemption and reopens a replay window; configure "
+                    "appendonly yes and appendfsync always"
+                ),
+            )
+        if appendonly != "yes":
+            return (
+                (
+                    "only RDB snapshots persist this Redis: a restart forgets redemptions since "
+                    "the last snapshot; configure appendonly yes and appendfsync always"
+                ),
+            )
+        if fsync != "always":
+            return (
+                (
+                    f"appendfsync is {fsync!r}: a crash can forget the last second of "
+                    "redemptions; configure appendfsync always"
+                ),
+            )
+        return ()
+
+    async def _config(self, name: str) -> str:
+        reply: Any = await self._client.config_get(name)
+        # A cluster client answers per node; any node's value stands for them here.
+        values: Sequence[Any] = (
+            [reply[name]] if name in reply else [v for v in reply.values() if isinstance(v, str)]
+        )
+        return decode(values[0]) or "" if values else ""
+
+    def _record(self, pause_key: str, reply: Sequence[bytes | str | None]) -> PauseRecord | None:
+        state, scope_hash, name, expires, response_hash, lease_id, lease_until = map(decode, reply)
+        if state is None:
+            return None
+        expires_at = _moment(expires)
+        if scope_hash is None or name is None or expires_at is None or state not in _STATES:
+            msg = f"the Redis key {self.key(pause_key)!r} does not hold a pausetoken row"
+            raise StoreUnavailable(msg)
+        return PauseRecord(
+            pause_key=pause_key,
+            state=_STATES[state],
+            scope_hash=scope_hash,
+            name=name,
+            expires_at=expires_at,
+            response_hash=response_hash,
+            lease_id=lease_id,
+            lease_until=_moment(lease_until),
+        )
+
+    async def aclose(self) -> None:
+        """Close the client if the store opened it (never one it was handed)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

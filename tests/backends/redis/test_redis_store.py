@@ -1,0 +1,171 @@
+"""RedisStore beyond the kit: options, URLs, data layout, errors, shared clients, check."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from redis.asyncio import Redis
+
+from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
+from pausetoken_redis import RedisStore
+
+
+def _request(key: str, *, now: datetime, answer: str = "a" * 64) -> ClaimRequest:
+    return ClaimRequest(
+        pause_key=key,
+        scope_hash="s" * 64,
+        name="approval",
+        response_hash=answer,
+        expires_at=now + timedelta(hours=1, microseconds=3),
+        lease_id="lease-1",
+        lease_until=now + timedelta(seconds=30),
+        now=now,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_an_unknown_option_is_refused_at_construction() -> None:
+    with pytest.raises(ConfigurationError, match="pool_size"):
+        RedisStore.from_url("redis://127.0.0.1:6379/0", pool_size=5)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("max_connections", 0),
+        ("max_connections", "10"),
+        ("timeout", 0),
+        ("timeout", True),
+        ("key_prefix", "app:{x}:"),
+        ("cluster", "yes"),
+    ],
+)
+def test_a_bad_option_value_is_refused(option: str, value: object) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        RedisStore.from_url("redis://127.0.0.1:6379/0", **{option: value})
+
+
+def test_a_url_of_another_scheme_is_refused_without_its_password() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        RedisStore.from_url("memcached://app:s3cret@cache/0")
+    assert "s3cret" not in str(caught.value)
+
+
+def test_a_cluster_url_with_a_database_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="database 0"):
+        RedisStore.from_url("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/3")
+
+
+def test_the_key_is_the_prefix_and_the_pause_key_as_a_hash_tag() -> None:
+    store = RedisStore(Redis(), key_prefix="app:")
+    assert store.key("Ab-1") == "app:{Ab-1}"
+
+
+async def test_a_refused_connection_is_store_unavailable_without_the_password() -> None:
+    url = f"redis://app:s3cret@127.0.0.1:{_free_port()}/0"
+    async with RedisStore.from_url(url, timeout=2) as store:
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.claim(_request("k1", now=datetime.now(UTC)))
+        with pytest.raises(StoreUnavailable):
+            await store.check()
+    assert "s3cret" not in str(caught.value)
+    assert "127.0.0.1" in str(caught.value)
+
+
+async def test_a_closed_store_is_unavailable(url: str, key_prefix: str) -> None:
+    store = RedisStore.from_url(url, key_prefix=key_prefix)
+    await store.aclose()
+    await store.aclose()  # twice is fine
+    with pytest.raises(StoreUnavailable):
+        await store.status("k1")
+    with pytest.raises(StoreUnavailable):
+        await store.purge(datetime.now(UTC))
+
+
+async def test_a_handed_client_is_never_closed(url: str, key_prefix: str) -> None:
+    client = Redis.from_url(url)
+    try:
+        async with RedisStore(client, key_prefix=key_prefix) as store:
+            await store.check()
+            assert await store.status("k1") is None
+        assert await client.ping()
+    finally:
+        await client.aclose()
+
+
+async def test_a_client_decoding_responses_works_too(url: str, key_prefix: str) -> None:
+    client = Redis.from_url(url, decode_responses=True)
+    try:
+        store = RedisStore(client, key_prefix=key_prefix)
+        now = datetime.now(UTC)
+        assert (await store.claim(_request("k1", now=now))).outcome is ClaimOutcome.CLAIMED
+        record = await store.status("k1")
+        assert record is not None
+        assert record.state is PauseState.CLAIMED
+        assert record.lease_until == now + timedelta(seconds=30)
+    finally:
+        await client.aclose()
+
+
+async def test_a_row_is_one_hash_expiring_at_the_row_expiry(url: str, key_prefix: str) -> None:
+    now = datetime.now(UTC)
+    request = _request("k1", now=now)
+    async with RedisStore.from_url(url, key_prefix=key_prefix) as store:
+        await store.claim(request)
+        client = store.client
+        key = store.key("k1")
+        assert await client.type(key) == b"hash"
+        expected_ms = -(
+            -((request.expires_at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1))
+            // 1000
+        )
+        assert await client.pexpiretime(key) == expected_ms
+        # A lower expiry never lowers the key's either.
+        lower = ClaimRequest(**{**_fields(request), "expires_at": now + timedelta(minutes=1)})
+        await store.claim(lower)
+        assert await client.pexpiretime(key) == expected_ms
+
+
+def _fields(request: ClaimRequest) -> dict[str, object]:
+    return {
+        "pause_key": request.pause_key,
+        "scope_hash": request.scope_hash,
+        "name": request.name,
+        "response_hash": request.response_hash,
+        "expires_at": request.expires_at,
+        "lease_id": request.lease_id,
+        "lease_until": request.lease_until,
+        "now": request.now,
+    }
+
+
+async def test_purge_deletes_nothing_and_says_rows_expire_by_themselves(
+    url: str, key_prefix: str
+) -> None:
+    async with RedisStore.from_url(url, key_prefix=key_prefix) as store:
+        await store.claim(_request("k1", now=datetime.now(UTC)))
+        assert await store.purge(datetime.now(UTC) + timedelta(days=1)) == 0
+        assert await store.status("k1") is not None
+        assert store.expires_rows_itself
+
+
+async def test_check_warns_when_persistence_is_off(
+    url: str, key_prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with RedisStore.from_url(url, key_prefix=key_prefix) as store:
+        config = await store.client.config_get("appendonly")
+        await store.check()
+        if config.get(b"appendonly", config.get("appendonly")) in {b"yes", "yes"}:
+            pytest.skip("this Redis has appendonly on")  # pragma: no cover
+        assert store.warnings
+        assert "appendonly yes" in store.warnings[0]
+        assert "appendonly yes" in caplog.text
