@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import socket
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
 from redis.asyncio import Redis
+from redis_servers import durable_server, free_port, start_server, stop
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken_redis import RedisStore
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _request(key: str, *, now: datetime, answer: str = "a" * 64) -> ClaimRequest:
@@ -24,13 +28,6 @@ def _request(key: str, *, now: datetime, answer: str = "a" * 64) -> ClaimRequest
         lease_until=now + timedelta(seconds=30),
         now=now,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_an_unknown_option_is_refused_at_construction() -> None:
@@ -71,7 +68,7 @@ def test_the_key_is_the_prefix_and_the_pause_key_as_a_hash_tag() -> None:
 
 
 async def test_a_refused_connection_is_store_unavailable_without_the_password() -> None:
-    url = f"redis://app:s3cret@127.0.0.1:{_free_port()}/0"
+    url = f"redis://app:s3cret@127.0.0.1:{free_port()}/0"
     async with RedisStore.from_url(url, timeout=2) as store:
         with pytest.raises(StoreUnavailable) as caught:
             await store.claim(_request("k1", now=datetime.now(UTC)))
@@ -158,14 +155,26 @@ async def test_purge_deletes_nothing_and_says_rows_expire_by_themselves(
         assert store.expires_rows_itself
 
 
+@pytest.mark.slow
 async def test_check_warns_when_persistence_is_off(
-    url: str, key_prefix: str, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with RedisStore.from_url(url, key_prefix=key_prefix) as store:
-        config = await store.client.config_get("appendonly")
-        await store.check()
-        if config.get(b"appendonly", config.get("appendonly")) in {b"yes", "yes"}:
-            pytest.skip("this Redis has appendonly on")  # pragma: no cover
-        assert store.warnings
-        assert "appendonly yes" in store.warnings[0]
-        assert "appendonly yes" in caplog.text
+    port = free_port()
+    server = start_server(tmp_path, port, "--appendonly", "no")
+    try:
+        async with RedisStore.from_url(f"redis://127.0.0.1:{port}/0") as store:
+            await store.check()
+            assert len(store.warnings) == 1
+            assert "persistence is off" in store.warnings[0]
+            assert "appendfsync always" in store.warnings[0]
+            assert "persistence is off" in caplog.text
+    finally:
+        stop(server)
+
+
+@pytest.mark.slow
+async def test_check_is_quiet_when_every_write_is_on_disk(tmp_path: Path) -> None:
+    with durable_server(tmp_path) as (port, _running):
+        async with RedisStore.from_url(f"redis://127.0.0.1:{port}/0") as store:
+            await store.check()
+            assert store.warnings == ()

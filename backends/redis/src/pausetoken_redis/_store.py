@@ -44,7 +44,7 @@ __all__ = [
     "RedisStore",
 ]
 
-_log = logging.getLogger("pausetoken.stores.redis")
+logger = logging.getLogger("pausetoken.redis")
 
 #: What every key of the store starts with (``key_prefix`` option).
 DEFAULT_KEY_PREFIX: Final = "pausetoken:"
@@ -340,7 +340,7 @@ class RedisStore:
                 raise ConfigurationError(msg) from exc
             raise unavailable(exc, self._url, "be reached") from exc
         for warning in self.warnings:
-            _log.warning("redis store: %s", warning)
+            logger.warning("persistence: %s", warning)
 
     async def _persistence_warnings(self) -> tuple[str, ...]:
         try:
