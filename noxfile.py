@@ -92,6 +92,12 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         ["tests/backends/redis"],
         SERVER_VARIABLES["redis"],
     ),
+    # Starts its own 3-master cluster (with replicas) on free loopback ports.
+    "redis-cluster": (
+        ["./sdk[testing,cli]", "./backends/redis"],
+        ["tests/backends/redis"],
+        None,
+    ),
     # AsyncPostgresSaver tests use PAUSETOKEN_TEST_POSTGRESQL_URL when it is set, else skip.
     "langgraph": (
         [
@@ -105,6 +111,10 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         None,
     ),
 }
+
+
+# Sessions sharing test paths split them by marker (slow tests still run: -m replaces addopts).
+MARKERS = {"redis": "not redis_cluster", "redis-cluster": "redis_cluster"}
 
 
 def _backend_distributions() -> list[Path]:
@@ -184,7 +194,8 @@ def _run_tests(session: nox.Session, backend: str, *, measure: bool) -> None:
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
     if backend != "memory":
-        _pytest(session, *EVERY_TEST, *_existing(paths), *session.posargs, env=env, measure=measure)
+        select = ("-m", MARKERS[backend]) if backend in MARKERS else EVERY_TEST
+        _pytest(session, *select, *_existing(paths), *session.posargs, env=env, measure=measure)
         return
     # An explicit -m replaces the pyproject's "not slow": slow tests run here too.
     first = ["-m", "not rival_plugin", *_existing(paths), *session.posargs]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import socket
 import subprocess
@@ -22,6 +23,21 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def free_cluster_port() -> int:
+    """A port a cluster node can use: free, at most 55535, with its bus port (+10000) free."""
+    for _ in range(200):
+        port = secrets.randbelow(25_000) + 20_000
+        with contextlib.ExitStack() as stack:
+            try:
+                for candidate in (port, port + 10_000):
+                    sock = stack.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return port
+    pytest.fail("no free pair of loopback ports for a cluster node")  # pragma: no cover
 
 
 def redis_binaries() -> tuple[str, str]:
@@ -88,3 +104,67 @@ def durable_server(directory: Path) -> Iterator[tuple[int, list[subprocess.Popen
 
 #: The configuration the docs recommend: every acknowledged write is on disk.
 DURABLE = ("--appendonly", "yes", "--appendfsync", "always")
+
+
+@contextlib.contextmanager
+def redis_cluster(directory: Path, *, masters: int = 3, replicas: int = 1) -> Iterator[list[int]]:
+    """A Redis Cluster of ``masters`` masters with ``replicas`` replicas each; its ports.
+
+    Started on free loopback ports, formed with ``redis-cli --cluster create``, and stopped
+    (every process killed) afterwards. The first ``masters`` ports are the masters.
+    """
+    _, cli = redis_binaries()
+    ports: list[int] = []
+    while len(ports) < masters * (1 + replicas):
+        port = free_cluster_port()
+        if port not in ports:
+            ports.append(port)
+    running: list[subprocess.Popen[bytes]] = []
+    node_options = ("--appendonly", "no", "--cluster-enabled", "yes")
+    try:
+        for port in ports:
+            config = str(directory / str(port) / "nodes.conf")
+            options = (*node_options, "--cluster-config-file", config)
+            running.append(
+                start_server(
+                    directory / str(port), port, *options, "--cluster-node-timeout", "2000"
+                )
+            )
+        nodes = [f"127.0.0.1:{port}" for port in ports]
+        subprocess.run(
+            [
+                cli,
+                "--cluster",
+                "create",
+                *nodes,
+                "--cluster-replicas",
+                str(replicas),
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        for port in ports:
+            wait_cluster_ok(port)
+        yield ports
+    finally:
+        for process in running:
+            stop(process)
+
+
+def wait_cluster_ok(port: int, *, seconds: float = 30.0) -> None:
+    """Wait until the node on ``port`` reports ``cluster_state:ok``."""
+    _, cli = redis_binaries()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = subprocess.run(
+            [cli, "-h", "127.0.0.1", "-p", str(port), "cluster", "info"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if "cluster_state:ok" in done.stdout:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the Redis Cluster node on port {port} was not ok within {seconds}s")

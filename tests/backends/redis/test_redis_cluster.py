@@ -1,0 +1,141 @@
+"""The conformance kit, the races and a failover on a Redis Cluster the tests start.
+
+Three masters with a replica each, on free loopback ports, formed once per test session
+and stopped afterwards; the ``redis-cluster`` nox session runs this module alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import subprocess
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pytest
+from redis_servers import redis_binaries, redis_cluster, wait_cluster_ok
+
+from pausetoken.exceptions import StoreUnavailable
+from pausetoken.plugins import ClaimOutcome, ClaimRequest
+from pausetoken.testing import StoreConformance, StoreFactory
+from pausetoken_redis import RedisStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator, Mapping
+
+    from pausetoken.plugins import TokenStore
+
+pytestmark = pytest.mark.redis_cluster
+
+
+@pytest.fixture(scope="module")
+def cluster_ports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[int]]:
+    with redis_cluster(tmp_path_factory.mktemp("redis-cluster")) as ports:
+        yield ports
+
+
+@pytest.fixture
+def cluster_url(cluster_ports: list[int]) -> str:
+    return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in cluster_ports[:3]) + "/"
+
+
+class TestRedisClusterConformance(StoreConformance):
+    supports_purge: ClassVar[bool] = False
+    process_race_processes = 8
+
+    @pytest.fixture
+    def store_url(self, cluster_url: str) -> str:
+        return cluster_url
+
+    @pytest.fixture
+    def store_url_options(self) -> Mapping[str, Any]:
+        return {"key_prefix": f"pt-test-{secrets.token_hex(6)}:"}
+
+    @pytest.fixture
+    def store_factory(self, store_url: str, store_url_options: Mapping[str, Any]) -> StoreFactory:
+        async def open_one() -> RedisStore:
+            return RedisStore.from_url(store_url, **store_url_options)
+
+        return open_one
+
+    @pytest.fixture
+    async def store(self, store_factory: StoreFactory) -> AsyncIterator[TokenStore]:
+        store = await store_factory()
+        await store.check()
+        yield store
+        await store.aclose()
+
+
+def _request(key: str, now: datetime) -> ClaimRequest:
+    return ClaimRequest(
+        pause_key=key,
+        scope_hash="s" * 64,
+        name="approval",
+        response_hash="a" * 64,
+        expires_at=now + timedelta(hours=1),
+        lease_id=secrets.token_hex(8),
+        lease_until=now + timedelta(hours=1),
+        now=now,
+    )
+
+
+def _replica_of_a_master(cluster_ports: list[int]) -> int:
+    """The port of a replica (the last nodes were made replicas by ``--cluster create``)."""
+    _, cli = redis_binaries()
+    for port in cluster_ports[3:]:
+        role = subprocess.run(
+            [cli, "-h", "127.0.0.1", "-p", str(port), "role"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        if role.stdout.startswith("slave"):
+            return port
+    pytest.fail("no replica in the cluster")  # pragma: no cover
+
+
+@pytest.mark.slow
+async def test_a_failover_under_load_is_unavailable_at_worst_and_never_claims_twice(
+    cluster_url: str, cluster_ports: list[int]
+) -> None:
+    keys = [secrets.token_hex(8) for _ in range(300)]
+    wins: Counter[str] = Counter()
+    unavailable = 0
+    stop_at = asyncio.Event()
+
+    async with RedisStore.from_url(cluster_url, timeout=2) as store:
+        await store.check()
+
+        async def worker(offset: int) -> None:
+            nonlocal unavailable
+            while not stop_at.is_set():
+                for key in keys[offset:] + keys[:offset]:
+                    try:
+                        result = await store.claim(_request(key, datetime.now(UTC)))
+                    except StoreUnavailable:
+                        unavailable += 1
+                        await asyncio.sleep(0.01)
+                        continue
+                    if result.outcome is ClaimOutcome.CLAIMED:
+                        wins[key] += 1
+
+        load = asyncio.gather(*(worker(i * 17) for i in range(16)))
+        await asyncio.sleep(0.5)
+        replica = _replica_of_a_master(cluster_ports)
+        _, cli = redis_binaries()
+        await asyncio.to_thread(
+            subprocess.run,
+            [cli, "-h", "127.0.0.1", "-p", str(replica), "cluster", "failover"],
+            capture_output=True,
+            check=True,
+        )
+        await asyncio.sleep(2.0)
+        stop_at.set()
+        await load  # anything but StoreUnavailable would raise here
+        for port in cluster_ports:
+            wait_cluster_ok(port)
+        assert wins, "no claim went through"
+        assert max(wins.values()) == 1, [key for key, count in wins.items() if count > 1]
+        for key in wins:
+            assert await store.status(key) is not None, key
