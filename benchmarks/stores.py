@@ -9,12 +9,18 @@ For each engine, in one process and one run:
 * claim latency (median, p99) with 10,000 and with 1,000,000 rows in the table (target
   ratio <= 1.5), the rows filled by one ``INSERT ... SELECT``.
 
+For Redis: claims/s at concurrency 1 and 16 through ``RedisStore`` and through a raw
+``SET NX PX``-equivalent Lua script run with ``EVALSHA`` on a client of its own with the same
+blocking pool (target ratio >= 0.8). The server is ``PAUSETOKEN_TEST_REDIS_URL`` (default
+``redis://127.0.0.1:6379/0``); keys go under a fresh prefix and are deleted afterwards.
+
 Every figure is the median of several rounds; rounds take turns so load spikes hit all
 candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
 ``PAUSETOKEN_TEST_MYSQL_URL`` (loopback defaults otherwise); SQLite uses a temporary file.
 
     python benchmarks/stores.py                       # every engine
     python benchmarks/stores.py --engine postgresql   # one engine
+    python benchmarks/stores.py --engine redis        # RedisStore against a raw script
     python benchmarks/stores.py --quick               # fewer claims, 200,000 rows
 """
 
@@ -41,6 +47,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
+from pausetoken_redis import RedisStore
 from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
 
@@ -50,8 +57,13 @@ if TYPE_CHECKING:
 DEFAULT_URLS = {
     "postgresql": "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
     "mysql": "mysql+asyncmy://root@127.0.0.1:3306/test",
+    "redis": "redis://127.0.0.1:6379/0",
 }
-ENV = {"postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL", "mysql": "PAUSETOKEN_TEST_MYSQL_URL"}
+ENV = {
+    "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
+    "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
+    "redis": "PAUSETOKEN_TEST_REDIS_URL",
+}
 CONCURRENCY = (1, 16)
 SCOPE = hashlib.sha256(b"bench scope").hexdigest()
 ANSWER = hashlib.sha256(b"bench answer").hexdigest()
@@ -282,14 +294,62 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
         await store.aclose()
 
 
+# The baseline: the least a claim can be, one SET NX PX in a script run with EVALSHA.
+RAW_REDIS_CLAIM = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0"
+
+
+async def bench_redis(url: str, *, quick: bool) -> None:
+    n, rounds = (2000, 3) if quick else (20_000, 5)
+    prefix = f"pt-bench-{secrets.token_hex(4)}:"
+    store = RedisStore.from_url(url, key_prefix=prefix, max_connections=16)
+    raw = RedisStore.from_url(url, key_prefix=prefix, max_connections=16).client
+    print(f"\n== redis: {store!r}")
+    try:
+        await store.check()
+        sha = await raw.script_load(RAW_REDIS_CLAIM)
+        print(f"{'concurrency':>11} {'store/s':>9} {'raw/s':>9} {'ratio':>6}")
+        for concurrency in CONCURRENCY:
+            samples: dict[str, list[float]] = {"store": [], "raw": []}
+            for _ in range(rounds):
+                reqs = requests(n)
+
+                async def via_store(i: int, reqs: list[ClaimRequest] = reqs) -> None:
+                    result = await store.claim(reqs[i])
+                    assert result.outcome is ClaimOutcome.CLAIMED
+
+                keys = [f"{prefix}raw:{{{secrets.token_urlsafe(16)}}}" for _ in range(n)]
+
+                async def via_raw(i: int, keys: list[str] = keys) -> None:
+                    assert await raw.evalsha(sha, 1, keys[i], ANSWER, "3600000") == 1
+
+                samples["store"].append(await rate(via_store, n, concurrency))
+                samples["raw"].append(await rate(via_raw, n, concurrency))
+            r = {name: statistics.median(values) for name, values in samples.items()}
+            print(
+                f"{concurrency:>11} {r['store']:>9,.0f} {r['raw']:>9,.0f}"
+                f" {r['store'] / r['raw']:>6.2f}"
+            )
+    finally:
+        batch = [key async for key in raw.scan_iter(match=f"{prefix}*", count=1000)]
+        for start in range(0, len(batch), 1000):
+            await raw.delete(*batch[start : start + 1000])
+        await raw.aclose()
+        await store.aclose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--engine", choices=["sqlite", "postgresql", "mysql", "all"], default="all")
+    engine_choices = ["sqlite", "postgresql", "mysql", "redis", "all"]
+    parser.add_argument("--engine", choices=engine_choices, default="all")
     parser.add_argument("--quick", action="store_true", help="fewer claims, 200,000 rows")
     args = parser.parse_args()
-    engines = ["sqlite", "postgresql", "mysql"] if args.engine == "all" else [args.engine]
+    engines = ["sqlite", "postgresql", "mysql", "redis"] if args.engine == "all" else [args.engine]
     with tempfile.TemporaryDirectory() as tmp:
         for family in engines:
+            if family == "redis":
+                url = os.environ.get(ENV[family]) or DEFAULT_URLS[family]
+                asyncio.run(bench_redis(url, quick=args.quick))
+                continue
             if family == "sqlite":
                 url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
             else:

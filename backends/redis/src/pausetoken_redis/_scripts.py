@@ -38,7 +38,14 @@ CLAIM: Final = (
 local k = KEYS[1]
 local row = redis.call('HMGET', k, 's', 'lu', 'e', 'rh')
 local s = row[1]
-if (not s) or (s == 'c' and tonumber(row[2]) <= tonumber(ARGV[8])) then
+if not s then
+  -- The common case, a new row: one write and its expiry.
+  redis.call('HSET', k, 's', 'c', 'sh', ARGV[1], 'n', ARGV[2], 'rh', ARGV[3],
+             'l', ARGV[6], 'lu', ARGV[7], 'e', ARGV[4])
+  redis.call('PEXPIREAT', k, ARGV[5])
+  return {'claimed'}
+end
+if s == 'c' and tonumber(row[2]) <= tonumber(ARGV[8]) then
   redis.call('HSET', k, 's', 'c', 'sh', ARGV[1], 'n', ARGV[2], 'rh', ARGV[3],
              'l', ARGV[6], 'lu', ARGV[7])
   raise(k, row[3], ARGV[4], ARGV[5])
