@@ -139,3 +139,18 @@ async def test_a_failover_under_load_is_unavailable_at_worst_and_never_claims_tw
         assert max(wins.values()) == 1, [key for key, count in wins.items() if count > 1]
         for key in wins:
             assert await store.status(key) is not None, key
+
+
+async def test_a_redis_url_with_the_cluster_option_opens_a_cluster_client(
+    cluster_ports: list[int],
+) -> None:
+    url = f"redis://127.0.0.1:{cluster_ports[0]}/0"
+    async with RedisStore.from_url(url, cluster=True, key_prefix="pt-test-option:") as store:
+        assert store.is_cluster
+        await store.check()
+        keys = [secrets.token_hex(8) for _ in range(20)]  # spread over every master's slots
+        now = datetime.now(UTC)
+        for key in keys:
+            assert (await store.claim(_request(key, now))).outcome is ClaimOutcome.CLAIMED
+        for key in keys:
+            assert await store.release(key, "another-lease") is False
