@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from redis.asyncio import Redis
@@ -11,7 +11,7 @@ from redis_servers import durable_server, free_port, start_server, stop
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
-from pausetoken_redis import RedisStore
+from pausetoken_redis import RedisStore, _store
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -178,3 +178,28 @@ async def test_check_is_quiet_when_every_write_is_on_disk(tmp_path: Path) -> Non
         async with RedisStore.from_url(f"redis://127.0.0.1:{port}/0") as store:
             await store.check()
             assert store.warnings == ()
+
+
+def _raiser(filename: str) -> Any:
+    """A script runner failing with TypeError inside code of ``filename``."""
+    namespace: dict[str, Any] = {}
+    code = "async def run(*args):\n    raise TypeError(\"'NoneType' object is not callable\")\n"
+    exec(compile(code, filename, "exec"), namespace)  # noqa: S102 - a fixed snippet
+    return namespace["run"]
+
+
+async def test_a_transport_failing_under_a_write_is_store_unavailable(
+    url: str, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CPython 3.13.0's selector transport raises TypeError when a connection closed during a
+    # failover is written to; it is the connection failing, not a bug of the caller.
+    store = RedisStore.from_url(url, key_prefix=key_prefix)
+    runners = dict(_store._RUN)
+    runners["status"] = _raiser("/usr/lib/python3.13/asyncio/selector_events.py")
+    monkeypatch.setattr(_store, "_RUN", runners)
+    with pytest.raises(StoreUnavailable):
+        await store.status("k1")
+    runners["status"] = _raiser("/srv/app/elsewhere.py")
+    with pytest.raises(TypeError):
+        await store.status("k1")
+    await store.aclose()

@@ -108,6 +108,23 @@ TRANSIENT: Final = (
 )
 
 
+# Where a connection's transport fails when it is closed under a write: CPython 3.13.0's
+# selector transport raises TypeError from writelines() on a closed socket (fixed in 3.13.1).
+_TRANSPORT_FILES: Final = ("asyncio/selector_events.py", "asyncio/streams.py")
+
+
+def transport_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of asyncio's transport, not from the store's own code."""
+    if not isinstance(exc, TypeError | RuntimeError):
+        return False
+    trace = exc.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    return trace is not None and trace.tb_frame.f_code.co_filename.replace("\\", "/").endswith(
+        _TRANSPORT_FILES
+    )
+
+
 def unavailable(exc: BaseException, url: str | None, what: str) -> StoreUnavailable:
     """The `StoreUnavailable` for ``exc`` raised while doing ``what`` (no password shown)."""
     where = f" at {redact_url(url)}" if url else ""

@@ -29,6 +29,7 @@ from pausetoken_redis._clients import (
     is_permission_error,
     open_client,
     scheme_of,
+    transport_failure,
     unavailable,
 )
 from pausetoken_redis._scripts import SCRIPTS
@@ -234,6 +235,10 @@ class RedisStore:
             async with asyncio.timeout(self._timeout):
                 return await _RUN[script](self._client, self.key(pause_key), *args)
         except TRANSIENT as exc:
+            raise unavailable(exc, self._url, what) from exc
+        except (TypeError, RuntimeError) as exc:
+            if not transport_failure(exc):
+                raise
             raise unavailable(exc, self._url, what) from exc
 
     # -- the store protocol -----------------------------------------------------------------
