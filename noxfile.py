@@ -10,6 +10,8 @@ Database backends read their server URLs from the environment
 (PAUSETOKEN_TEST_POSTGRESQL_URL, PAUSETOKEN_TEST_MYSQL_URL, PAUSETOKEN_TEST_REDIS_URL).
 Without one, the session skips with the reason, except under CI (CI=true) where a missing
 server fails the run.
+The mongodb session uses PAUSETOKEN_TEST_MONGODB_URL when it is set, else starts
+nx-27017 itself.
 """
 
 from __future__ import annotations
@@ -63,7 +65,12 @@ SERVER_VARIABLES = {
     "postgresql": "PAUSETOKEN_TEST_POSTGRESQL_URL",
     "mysql": "PAUSETOKEN_TEST_MYSQL_URL",
     "redis": "PAUSETOKEN_TEST_REDIS_URL",
+    # Optional: without it the tests start nx-27017 (the mongo-server dependency group).
+    "mongodb": "PAUSETOKEN_TEST_MONGODB_URL",
 }
+
+# backend -> the dependency group holding the server its tests start themselves
+SERVER_GROUPS = {"mongodb": "mongo-server"}
 
 # backend -> (what to install, test paths, environment variable naming a server URL)
 BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
@@ -108,6 +115,12 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
             "./backends/langgraph[sqlite,postgresql]",
         ],
         ["tests/backends/langgraph"],
+        None,
+    ),
+    # Against PAUSETOKEN_TEST_MONGODB_URL when it is set, else an nx-27017 the tests start.
+    "mongodb": (
+        ["./sdk[testing,cli]", "./backends/mongo"],
+        ["tests/backends/mongo"],
         None,
     ),
 }
@@ -191,6 +204,8 @@ def _run_tests(session: nox.Session, backend: str, *, measure: bool) -> None:
         env[url_variable] = url
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     session.install(*[item for item in install if (ROOT / item.split("[")[0]).exists()])
+    if backend in SERVER_GROUPS:
+        session.install(*nox.project.dependency_groups(PYPROJECT, SERVER_GROUPS[backend]))
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
     if backend != "memory":

@@ -14,6 +14,11 @@ For Redis: claims/s at concurrency 1 and 16 through ``RedisStore`` and through a
 blocking pool (target ratio >= 0.8). The server is ``PAUSETOKEN_TEST_REDIS_URL`` (default
 ``redis://127.0.0.1:6379/0``); keys go under a fresh prefix and are deleted afterwards.
 
+For MongoDB: claims/s at concurrency 1 and 16 through ``MongoStore`` against raw pymongo
+``insert_one`` of the same document on the same collection (same concerns; target ratio
+>= 0.8), on ``PAUSETOKEN_TEST_MONGODB_URL`` or else an nx-27017 server started for the run
+(the output names the server).
+
 Every figure is the median of several rounds; rounds take turns so load spikes hit all
 candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
 ``PAUSETOKEN_TEST_MYSQL_URL`` (loopback defaults otherwise); SQLite uses a temporary file.
@@ -21,6 +26,7 @@ candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
     python benchmarks/stores.py                       # every engine
     python benchmarks/stores.py --engine postgresql   # one engine
     python benchmarks/stores.py --engine redis        # RedisStore against a raw script
+    python benchmarks/stores.py --engine mongodb      # MongoDB (or nx-27017) only
     python benchmarks/stores.py --quick               # fewer claims, 200,000 rows
 """
 
@@ -32,7 +38,11 @@ import hashlib
 import itertools
 import os
 import secrets
+import shutil
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -47,6 +57,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
+from pausetoken_mongo import MongoStore
 from pausetoken_redis import RedisStore
 from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
@@ -337,15 +348,99 @@ async def bench_redis(url: str, *, quick: bool) -> None:
         await store.aclose()
 
 
+async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
+    n, rounds = (1000, 3) if quick else (4000, 5)
+    store = MongoStore.from_url(url, collection=f"pt_bench_{secrets.token_hex(4)}")
+    print(f"\n== mongodb on {server}: {store!r}")
+    collection = store.collection
+    try:
+        await store.check()
+        print(f"{'concurrency':>11} {'store/s':>9} {'raw/s':>9} {'ratio':>6}")
+        for concurrency in CONCURRENCY:
+            samples: dict[str, list[float]] = {"store": [], "raw": []}
+            for _ in range(rounds):
+                reqs = requests(n)
+
+                async def via_store(i: int, reqs: list[ClaimRequest] = reqs) -> None:
+                    result = await store.claim(reqs[i])
+                    assert result.outcome is ClaimOutcome.CLAIMED
+
+                samples["store"].append(await rate(via_store, n, concurrency))
+                # The same document the store writes, inserted by the driver alone.
+                docs = [
+                    {
+                        "_id": r.pause_key,
+                        "state": "claimed",
+                        "scope_hash": r.scope_hash,
+                        "name": r.name,
+                        "response_hash": r.response_hash,
+                        "lease_id": r.lease_id,
+                        "lease_until": time.time_ns() // 1000,
+                        "expires_at": time.time_ns() // 1000,
+                        "remove_after": r.expires_at,
+                    }
+                    for r in requests(n)
+                ]
+
+                async def via_raw(i: int, docs: list[dict[str, Any]] = docs) -> None:
+                    await collection.insert_one(docs[i])
+
+                samples["raw"].append(await rate(via_raw, n, concurrency))
+            store_rate = statistics.median(samples["store"])
+            raw_rate = statistics.median(samples["raw"])
+            print(
+                f"{concurrency:>11} {store_rate:>9,.0f} {raw_rate:>9,.0f}"
+                f" {store_rate / raw_rate:>6.2f}"
+            )
+    finally:
+        await collection.drop()
+        await store.aclose()
+
+
+def run_mongo(tmp: str, *, quick: bool) -> None:
+    """On PAUSETOKEN_TEST_MONGODB_URL, else on an nx-27017 started for the run."""
+    url = os.environ.get("PAUSETOKEN_TEST_MONGODB_URL")
+    if url:
+        asyncio.run(bench_mongo(url, "PAUSETOKEN_TEST_MONGODB_URL", quick=quick))
+        return
+    beside = Path(sys.executable).parent / "nx-27017"
+    command = str(beside) if beside.exists() else shutil.which("nx-27017")
+    if command is None:
+        print("\n== mongodb: skipped (no PAUSETOKEN_TEST_MONGODB_URL, nx-27017 not installed)")
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = Path(tmp) / "nx-27017.log"
+    args = [command, "--db", "memory", "--host", "127.0.0.1", "-p", str(port)]
+    args += ["--log-file", str(log), "--pid-file", str(Path(tmp) / "nx-27017.pid")]
+    server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        name = f"nx-27017 (MongoDB wire protocol on SQLite, in memory) at 127.0.0.1:{port}"
+        asyncio.run(bench_mongo(f"mongodb://127.0.0.1:{port}/pausetoken_bench", name, quick=quick))
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    engine_choices = ["sqlite", "postgresql", "mysql", "redis", "all"]
+    engine_choices = ["sqlite", "postgresql", "mysql", "redis", "mongodb", "all"]
     parser.add_argument("--engine", choices=engine_choices, default="all")
     parser.add_argument("--quick", action="store_true", help="fewer claims, 200,000 rows")
     args = parser.parse_args()
-    engines = ["sqlite", "postgresql", "mysql", "redis"] if args.engine == "all" else [args.engine]
+    every = ["sqlite", "postgresql", "mysql", "redis", "mongodb"]
+    engines = every if args.engine == "all" else [args.engine]
     with tempfile.TemporaryDirectory() as tmp:
         for family in engines:
+            if family == "mongodb":
+                run_mongo(tmp, quick=args.quick)
+                continue
             if family == "redis":
                 url = os.environ.get(ENV[family]) or DEFAULT_URLS[family]
                 asyncio.run(bench_redis(url, quick=args.quick))

@@ -20,6 +20,7 @@ _CHECKOUT_PATHS: Final = {
     "pausetoken-sqlalchemy": "./backends/sqlalchemy",
     "pausetoken-langgraph": "./backends/langgraph",
     "pausetoken-redis": "./backends/redis",
+    "pausetoken-mongo": "./backends/mongo",
 }
 # Core extras that only pull in a backend distribution: from a checkout, name the backend.
 _BACKEND_EXTRAS: Final = {
@@ -29,6 +30,7 @@ _BACKEND_EXTRAS: Final = {
     "mysql": ("pausetoken-sqlalchemy", "mysql"),
     "langgraph": ("pausetoken-langgraph", ""),
     "redis": ("pausetoken-redis", ""),
+    "mongo": ("pausetoken-mongo", ""),
 }
 
 

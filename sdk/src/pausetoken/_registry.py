@@ -99,6 +99,7 @@ _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
         "mysql": _sqlalchemy_hint("mysql"),
         "mariadb": _sqlalchemy_hint("mysql"),
         "redis": f"provided by pausetoken-redis: {install_hint('pausetoken[redis]')}",
+        "mongodb": f"provided by pausetoken-mongo: {install_hint('pausetoken[mongo]')}",
     },
     "signers": {},
     "checkpoints": {
