@@ -342,10 +342,12 @@ def test_every_code_and_name_on_the_page_exists_in_the_sources(page: str) -> Non
 
 
 def test_no_page_mentions_a_store_that_does_not_exist_yet() -> None:
+    planned = {"redis": "pausetoken-redis", "mongo": "pausetoken-mongo"}
+    missing = [word for word, distribution in planned.items() if distribution not in DISTRIBUTIONS]
     stale = [
         page.name
         for page in sorted(DOCS.glob("*.md"))
-        if re.search(r"mongo", page.read_text(), flags=re.IGNORECASE)
+        if missing and re.search("|".join(missing), page.read_text(), flags=re.IGNORECASE)
     ]
     assert stale == []
 

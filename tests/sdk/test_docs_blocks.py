@@ -103,7 +103,7 @@ def test_the_quickstart_without_a_key_file_says_how_to_make_one(tmp_path: Path) 
 # -- install lines ---------------------------------------------------------------------------
 
 _PIP_INSTALL = re.compile(r"pip install ([^`\n&;|]*)")
-_UNPUBLISHED = re.compile(r'(?<![./\w-])"?(pausetoken(?:-sqlalchemy|-langgraph)?)(\[|"|\s|$)')
+_UNPUBLISHED = re.compile(r'(?<![./\w-])"?(pausetoken(?:-[a-z]+)?)(\[|"|\s|$)')
 
 
 @pytest.mark.skipif(PUBLISHED, reason="published: both forms of install line resolve")
