@@ -24,6 +24,7 @@ from pausetoken import (
     Redemption,
     Scope,
     TokenStatus,
+    kinds,
     make_converter,
 )
 from pausetoken_langgraph import Resumed, ask, mint_pending, resume
@@ -126,3 +127,21 @@ async def langgraph(
     )
     assert_type(resumed, Resumed)
     return resumed
+
+
+async def ready_made_kinds(tokens: PauseTokens, scope: Scope) -> None:
+    kinds.register(tokens)
+    asked = kinds.Questions([kinds.Question("Ship?", [kinds.Option("Yes"), kinds.Option("No")])])
+    event = await tokens.mint(kinds.QUESTION, asked, scope=scope, thread_id="t", run_id="r")
+    assert_type(event.payload, kinds.Questions)
+    answers = {"answers": [{"question_id": "q1", "selected": ["Yes"]}]}
+    done = await tokens.consume(event.token, answers, scope=scope, expect=kinds.QUESTION)
+    assert_type(done.response, kinds.Answers)
+    assert_type(done.response.answers[0].selected, tuple[str, ...])
+    action = kinds.Approval(kinds.Action("refund", {"order_id": "o-1"}), ("approve", "reject"))
+    approval = await tokens.mint(kinds.APPROVAL, action, scope=scope, thread_id="t", run_id="r")
+    decided = await tokens.consume(
+        approval.token, {"type": "approve"}, scope=scope, expect=kinds.APPROVAL
+    )
+    assert_type(decided.response, dict[str, Any])
+    assert_type(kinds.check_decisions([{"type": "approve"}], [action]), list[dict[str, Any]])
