@@ -112,7 +112,7 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
             # PostgreSQL too: the LangGraph tests run on AsyncPostgresSaver and the demo's
             # --store is tested against a refused PostgreSQL server.
             "./backends/sqlalchemy[sqlite,postgresql]",
-            "./backends/langgraph[sqlite,postgresql]",
+            "./backends/langgraph[sqlite,postgresql,langchain]",
         ],
         ["tests/backends/langgraph"],
         None,

@@ -18,6 +18,7 @@ from pausetoken.exceptions import (
 )
 from pausetoken.plugins import CHECKPOINTS_API_VERSION, PendingInterrupt
 from pausetoken_langgraph._ask import unwrap
+from pausetoken_langgraph._langchain import langchain_value
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -107,7 +108,9 @@ class LangGraphCheckpoints:
     checkpoint is still the head and that the interrupt still waits for an answer.
 
     For an interrupt raised with [`ask()`][pausetoken_langgraph.ask] the stored value is
-    the envelope's ``payload``; for any other interrupt it is the raw interrupt value.
+    the envelope's ``payload``; for LangChain's per-call tool approval it is the interrupt
+    value with the ``allowed_decisions`` of its ``response_schema``; for any other
+    interrupt it is the raw interrupt value.
 
     Unknown threads: with a checkpointer that keeps state in this process's memory
     (``InMemorySaver``) a thread the checkpointer does not know was either never created
@@ -314,8 +317,14 @@ def graph_namespace(graph: Pregel[Any, Any, Any, Any]) -> str:
 
 
 def stored_value(found: GraphInterrupt) -> Any:
-    """The value a token binds for a LangGraph interrupt (the envelope's payload)."""
-    return unwrap(found.value)[1]
+    """The value a token binds for a LangGraph interrupt.
+
+    The envelope's payload for a pause raised with ``ask()``; for LangChain's per-call tool
+    approval, its value with the decisions its ``response_schema`` allows; otherwise the
+    interrupt's value.
+    """
+    name, payload = unwrap(found.value)
+    return payload if name is not None else langchain_value(found)
 
 
 def _refuse_sync_saver(saver: BaseCheckpointSaver[Any]) -> None:

@@ -16,13 +16,15 @@ from pausetoken.exceptions import (
 )
 from pausetoken.plugins import fingerprint
 from pausetoken_langgraph._ask import unwrap
-from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts
+from pausetoken_langgraph._langchain import LANGCHAIN_PER_CALL, langchain_kind
+from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts, stored_value
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from datetime import timedelta
 
     from langgraph.pregel import Pregel
+    from langgraph.types import Interrupt as GraphInterrupt
 
     from pausetoken import Interrupt, InterruptEvent, PauseTokens, Scope
 
@@ -45,7 +47,9 @@ class PendingPause:
     Attributes:
         interrupt_id: LangGraph's interrupt id (what `mint_pending()` binds).
         name: The registered name for a pause raised with
-            [`ask()`][pausetoken_langgraph.ask]; ``None`` for a foreign interrupt.
+            [`ask()`][pausetoken_langgraph.ask], the kind's name for one of LangChain's
+            middleware (``"langchain.review"``, ``"langchain.tool_approval"``); ``None``
+            for any other (foreign) interrupt.
         payload: What the pause shows; ``None`` in the result of an idempotent retry,
             which never returns data written after the answer it repeats.
     """
@@ -77,12 +81,30 @@ class Resumed:
         return f"Resumed(replayed={self.replayed}, interrupts=[{pauses}])"
 
 
+def _kind_name(found: GraphInterrupt) -> str | None:
+    name = unwrap(found.value)[0]
+    if name is None and (kind := langchain_kind(found)) is not None:
+        return kind.name
+    return name
+
+
 def _pauses(found: Iterable[Any], *, with_payload: bool) -> tuple[PendingPause, ...]:
-    pauses = []
-    for item in found:
-        name, payload = unwrap(item.value)
-        pauses.append(PendingPause(item.id, name, payload if with_payload else None))
-    return tuple(pauses)
+    return tuple(
+        PendingPause(item.id, _kind_name(item), stored_value(item) if with_payload else None)
+        for item in found
+    )
+
+
+def _foreign(service: PauseTokens, found: GraphInterrupt) -> Interrupt[Any, Any] | None:
+    """The registered LangChain kind a foreign interrupt is, if it is one."""
+    kind = langchain_kind(found)
+    if kind is None:
+        return None
+    try:
+        registered = service.interrupt(kind.name)
+    except UnknownInterrupt:
+        return None
+    return registered if registered == kind else None
 
 
 def _reader_for(service: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> LangGraphCheckpoints:
@@ -145,6 +167,11 @@ async def mint_pending(
     node: nodes re-run on resume). Each token binds the thread, the head checkpoint,
     LangGraph's interrupt id and the hash of the payload LangGraph stored.
 
+    With [`register_langchain()`][pausetoken_langgraph.register_langchain] called on the
+    service, the interrupts of LangChain's ``HumanInTheLoopMiddleware`` get tokens too: one
+    per batched review, or one per tool call in per-call mode (binding its
+    ``tool_call_id``, and the decisions the tool allows).
+
     Every pending interrupt is minted again on each call: after one of several parallel
     interrupts was answered, the others keep their first tokens, and a second token for
     the same interrupt is refused once either was used (see `resume()`).
@@ -161,8 +188,10 @@ async def mint_pending(
         ttl: Token lifetime (default: the service's).
         principal: The only principal allowed to answer, if any.
         foreign: What to do with pending interrupts not raised by
-            [`ask()`][pausetoken_langgraph.ask]: ``"refuse"`` (the default) raises before
-            anything is minted, ``"skip"`` mints tokens for the others only.
+            [`ask()`][pausetoken_langgraph.ask] and not of a registered LangChain kind
+            (see [`register_langchain()`][pausetoken_langgraph.register_langchain]):
+            ``"refuse"`` (the default) raises before anything is minted, ``"skip"`` mints
+            tokens for the others only.
         expect: The registered interrupt every pause raised with ``ask()`` must be; the
             events' payloads are then typed as its payload type. A pause of another
             interrupt is refused before anything is minted.
@@ -174,9 +203,9 @@ async def mint_pending(
     Raises:
         ConfigurationError: the service does not read this graph's checkpoints, or the
             config has no thread id.
-        UnknownInterrupt: a pending interrupt was not raised by ``ask`` (code
-            ``foreign_interrupt``), its name is not registered, or it is not the
-            ``expect=`` interrupt (code ``interrupt_mismatch``).
+        UnknownInterrupt: a pending interrupt was not raised by ``ask`` nor of a registered
+            LangChain kind (code ``foreign_interrupt``), its name is not registered, or it
+            is not the ``expect=`` interrupt (code ``interrupt_mismatch``).
         StaleToken: the config names a checkpoint that is no longer the head.
         CheckpointNotFound, CheckpointLost: the thread is unknown.
         UnsupportedPayload: a stored payload does not fit its registered type.
@@ -196,23 +225,33 @@ async def mint_pending(
     if seen_id is not None and seen_id != head_id:
         msg = "the thread has moved on from the checkpoint in the config"
         raise StaleToken(msg)
-    asked: list[tuple[str, Interrupt[Any, Any], Any]] = []
+    asked: list[tuple[str, Interrupt[Any, Any], Any, str | None]] = []
     for interrupt_id, found in pending_interrupts(head.pending_writes).items():
         name, payload = unwrap(found.value)
+        tool_call_id = None
         if name is None:
-            if foreign == "refuse":
-                msg = (
-                    "a pending interrupt was not raised with ask(); pass foreign='skip' to "
-                    "mint tokens for the others"
+            registered = _foreign(service, found)
+            if registered is None:
+                if foreign == "refuse":
+                    msg = (
+                        "a pending interrupt was not raised with ask() (for LangChain's "
+                        "human-in-the-loop middleware, call register_langchain(tokens)); pass "
+                        "foreign='skip' to mint tokens for the others"
+                    )
+                    raise UnknownInterrupt(msg, code="foreign_interrupt")
+                logger.info(
+                    "foreign interrupt skipped", extra={"interrupt": fingerprint(interrupt_id)}
                 )
-                raise UnknownInterrupt(msg, code="foreign_interrupt")
-            logger.info("foreign interrupt skipped", extra={"interrupt": fingerprint(interrupt_id)})
-            continue
-        registered = service.interrupt(name)  # every name is known before anything is minted
+                continue
+            payload = stored_value(found)
+            if registered is LANGCHAIN_PER_CALL:
+                tool_call_id = payload["tool_call_id"] or None
+        else:
+            registered = service.interrupt(name)  # every name is known before anything is minted
         if expect is not None and registered != expect:
             msg = f"a pending pause is for another interrupt than {expect.name!r}"
             raise UnknownInterrupt(msg, code="interrupt_mismatch")
-        asked.append((interrupt_id, registered, payload))
+        asked.append((interrupt_id, registered, payload, tool_call_id))
     run = run_id if run_id is not None else str(config.get("run_id") or thread_id)
     return [
         await service.mint(
@@ -223,10 +262,11 @@ async def mint_pending(
             run_id=run,
             interrupt_id=interrupt_id,
             checkpoint_id=head_id,
+            tool_call_id=tool_call_id,
             ttl=ttl,
             principal=principal,
         )
-        for interrupt_id, interrupt, payload in asked
+        for interrupt_id, interrupt, payload, tool_call_id in asked
     ]
 
 
@@ -282,6 +322,10 @@ async def resume(
         graph: The compiled graph.
         token: The token from `mint_pending()`.
         response: The answer (data that structures into the registered response type).
+            For LangChain's middleware: ``{"decisions": [...]}`` for a batched review, one
+            decision for a per-call tool approval; checked against the actions and the
+            decisions they allow before anything is claimed, so an invalid answer never
+            reaches LangGraph.
         scope: The caller's scope.
         principal: Who answers; required when the token is bound to a principal.
         config: Extra run config (callbacks, tags, recursion limit, configurable values).
