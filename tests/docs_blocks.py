@@ -44,6 +44,7 @@ BACKEND_PAGES: Final = frozenset(
     {
         "backends/langgraph/README.md",
         "backends/sqlalchemy/README.md",
+        "docs/langchain.md",
         "docs/langgraph.md",
         "docs/stores.md",
     }
