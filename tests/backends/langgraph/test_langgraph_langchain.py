@@ -13,8 +13,9 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
-from langgraph.types import Command
-from langgraph_support import ACME, thread
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, interrupt
+from langgraph_support import ACME, State, thread
 from pydantic import ValidationError
 
 from pausetoken import TokenStatus, hash_payload
@@ -60,7 +61,13 @@ class ToolCallingModel(GenericFakeChatModel):
 class Agent:
     """A create_agent graph whose model asks for the given tool calls, then says done."""
 
-    def __init__(self, saver: BaseCheckpointSaver[Any], mode: Mode, calls: list[Any]) -> None:
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any],
+        mode: Mode,
+        calls: list[Any],
+        interrupt_on: dict[str, Any] | None = None,
+    ) -> None:
         self.done: list[tuple[str, dict[str, Any]]] = []
 
         @tool
@@ -79,7 +86,8 @@ class Agent:
             messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
         )
         gate = HumanInTheLoopMiddleware(
-            {"send_email": True, "refund": {"allowed_decisions": ["approve", "reject"]}},
+            interrupt_on
+            or {"send_email": True, "refund": {"allowed_decisions": ["approve", "reject"]}},
             interrupt_mode=mode,
         )
         self.graph: Pregel[Any, Any, Any, Any] = create_agent(
@@ -346,3 +354,73 @@ async def test_per_call_edited_args_the_tool_schema_refuses_release_the_token(
     resumed = await resume(tokens, agent.graph, event.token, {"type": "approve"}, scope=ACME)
     assert agent.done == [("send_email", EMAIL_CALL["args"])]
     assert resumed.interrupts == ()
+
+
+async def test_a_tool_that_allows_one_decision_is_bound_with_that_decision_only(
+    saver: BaseCheckpointSaver[Any], make_tokens: Callable[..., PauseTokens]
+) -> None:
+    only_approve = {"refund": {"allowed_decisions": ["approve"]}}
+    agent = Agent(saver, "per_call", [REFUND_CALL], interrupt_on=only_approve)
+    tokens, _, [event] = await paused(agent, make_tokens)
+
+    assert event.payload["allowed_decisions"] == ["approve"]
+    with pytest.raises(InvalidResponse):
+        await resume(tokens, agent.graph, event.token, {"type": "reject"}, scope=ACME)
+    await resume(tokens, agent.graph, event.token, {"type": "approve"}, scope=ACME)
+    assert agent.done == [("refund", {"order": "o-1"})]
+
+
+NEAR_MISSES = [
+    {"action_requests": [], "review_configs": []},
+    {"action_requests": [{"name": "refund", "args": {}}], "review_configs": []},
+    {
+        "action_requests": [{"name": "refund", "args": {}}],
+        "review_configs": [{"action_name": "send_email", "allowed_decisions": ["approve"]}],
+    },
+    {
+        "action_requests": [{"name": "refund", "args": {}}],
+        "review_configs": [{"action_name": "refund", "allowed_decisions": ["ignore"]}],
+    },
+    {"type": "tool_approval", "tool_call_id": "call_1", "name": "refund", "args": {}},
+    {"type": "tool_approval", "name": "refund", "args": {}, "allowed_decisions": ["approve"]},
+    {
+        "type": "tool_approval",
+        "tool_call_id": "c",
+        "name": "refund",
+        "args": [],
+        "allowed_decisions": ["approve"],
+    },
+]
+
+
+@pytest.mark.parametrize(
+    "value",
+    NEAR_MISSES,
+    ids=[
+        "no-actions",
+        "no-review-for-the-action",
+        "review-for-another-action",
+        "unknown-decision",
+        "per-call-without-allowed-decisions",
+        "per-call-without-tool-call-id",
+        "per-call-args-not-an-object",
+    ],
+)
+async def test_values_that_only_look_like_the_middlewares_are_foreign(
+    value: dict[str, Any], saver: BaseCheckpointSaver[Any], make_tokens: Callable[..., PauseTokens]
+) -> None:
+    def node(state: State) -> State:
+        interrupt(value)
+        return state
+
+    graph = (
+        StateGraph(State).add_node("ask", node).add_edge(START, "ask").compile(checkpointer=saver)
+    )
+    tokens = make_tokens(graph)
+    register_langchain(tokens)
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+
+    with pytest.raises(UnknownInterrupt) as caught:
+        await mint_pending(tokens, graph, config, scope=ACME)
+    assert caught.value.code == "foreign_interrupt"
