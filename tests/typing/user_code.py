@@ -27,7 +27,15 @@ from pausetoken import (
     kinds,
     make_converter,
 )
-from pausetoken_langgraph import Resumed, ask, mint_pending, resume
+from pausetoken_langgraph import (
+    LANGCHAIN_BATCHED,
+    LANGCHAIN_PER_CALL,
+    Resumed,
+    ask,
+    mint_pending,
+    register_langchain,
+    resume,
+)
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
@@ -145,3 +153,15 @@ async def ready_made_kinds(tokens: PauseTokens, scope: Scope) -> None:
     )
     assert_type(decided.response, dict[str, Any])
     assert_type(kinds.check_decisions([{"type": "approve"}], [action]), list[dict[str, Any]])
+
+
+async def langchain_agent(
+    tokens: PauseTokens, agent: CompiledStateGraph[State, None, State, State], scope: Scope
+) -> None:
+    register_langchain(tokens)
+    config = {"configurable": {"thread_id": "ticket-7"}}
+    events = await mint_pending(tokens, agent, config, scope=scope, expect=LANGCHAIN_PER_CALL)
+    assert_type(events[0].payload, dict[str, Any])
+    decision = {"type": "approve"}
+    await resume(tokens, agent, events[0].token, decision, scope=scope, expect=LANGCHAIN_PER_CALL)
+    assert_type(LANGCHAIN_BATCHED, Interrupt[dict[str, Any], dict[str, Any]])

@@ -330,6 +330,7 @@ async def test_per_call_tokens_answer_their_own_tool_call_in_any_order(
     first = await resume(tokens, agent.graph, refund.token, {"type": "approve"}, scope=ACME)
     assert [p.interrupt_id for p in first.interrupts] == [email.interrupt_id]
     assert [p.name for p in first.interrupts] == [LANGCHAIN_PER_CALL.name]
+    assert [p.payload for p in first.interrupts] == [email.payload]
     reject = {"type": "reject", "message": "no email"}
     second = await resume(tokens, agent.graph, email.token, reject, scope=ACME)
 
