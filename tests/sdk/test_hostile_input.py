@@ -335,3 +335,59 @@ async def test_a_validator_that_raises_anything_is_an_invalid_response_naming_it
         await tokens.consume(token, {"answer": SECRET}, scope=ACME)
     assert "RuntimeError" in caught.value.detail
     assert_nothing_echoed(caught.value, caplog, SECRET, "refused because")
+
+
+@attrs.frozen
+class Routing:
+    carriers: list[str]
+    regions: tuple[str, ...]
+    limits: dict[str, int]
+    tags: frozenset[str] = frozenset()
+    pair: tuple[str, int] = ("a", 1)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("carriers", "post"),  # a string is not a list of its characters
+        ("carriers", {"post": 1}),  # a mapping is not the list of its keys
+        ("carriers", b"post"),
+        ("regions", "eu"),
+        ("regions", {"eu": True}),
+        ("limits", [["post", 1]]),  # pairs are not a mapping
+        ("limits", "x"),
+        ("tags", "urgent"),
+        ("tags", {"urgent": 1}),
+        ("pair", "a1"),
+        ("pair", {"a": 1}),
+    ],
+)
+def test_a_collection_is_read_only_from_its_own_json_type(field: str, value: object) -> None:
+    interrupt = Interrupt("route", payload=dict, response=Routing)
+    answer: dict[str, object] = {
+        "carriers": ["post"],
+        "regions": ["eu"],
+        "limits": {"post": 1},
+        "tags": ["urgent"],
+        "pair": ["a", 1],
+    }
+    assert interrupt.structure_response(answer) == Routing(
+        ["post"], ("eu",), {"post": 1}, frozenset({"urgent"}), ("a", 1)
+    )
+    with pytest.raises(InvalidResponse) as caught:
+        interrupt.structure_response({**answer, field: value})
+    assert caught.value.field == f"$.{field}"
+    assert "post" not in caught.value.detail
+    assert "urgent" not in caught.value.detail
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [(list[str], "abc"), (tuple[int, ...], {"1": 2}), (dict[str, str], [("a", "b")])],
+)
+def test_a_top_level_collection_answer_is_read_only_from_its_own_json_type(
+    kind: object, value: object
+) -> None:
+    interrupt = Interrupt("top", payload=dict, response=kind)
+    with pytest.raises(InvalidResponse):
+        interrupt.structure_response(value)

@@ -14,17 +14,30 @@ import dataclasses
 import enum
 import json
 import typing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import cattrs
-from cattrs.errors import AttributeValidationNote, ForbiddenExtraKeysError, IterableValidationNote
+from cattrs.cols import (
+    homogenous_tuple_structure_factory,
+    is_any_set,
+    is_frozenset,
+    is_mutable_sequence,
+    is_sequence,
+    list_structure_factory,
+)
+from cattrs.errors import (
+    AttributeValidationNote,
+    ForbiddenExtraKeysError,
+    IterableValidationError,
+    IterableValidationNote,
+)
 from cattrs.preconf.json import make_converter as _make_json_converter
 
 from pausetoken.exceptions import InvalidResponse, UnsupportedPayload
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = [
     "Mismatch",
@@ -110,11 +123,78 @@ def _structure_pydantic(value: Any, cls: Any) -> Any:
     return cls.model_validate_json(json.dumps(value, allow_nan=False), strict=True)
 
 
+# What a JSON array may arrive as from Python callers; a str, bytes or mapping is iterable too,
+# but reading one as a list of its characters or keys would accept what nobody sent.
+_ARRAYS: Final = (list, tuple)
+_SET_INPUTS: Final = (list, tuple, set, frozenset)
+
+
+def _is_array_type(kind: Any) -> bool:
+    return bool(is_sequence(kind) or is_any_set(kind) or typing.get_origin(kind) is tuple)
+
+
+def _array_only(
+    structure: Callable[[Any, Any], Any], accepted: tuple[type[Any], ...]
+) -> Callable[[Any, Any], Any]:
+    def guarded(value: Any, kind: Any) -> Any:
+        if not isinstance(value, accepted):
+            msg = f"expected an array, got {type(value).__name__}"
+            raise Mismatch(msg)
+        return structure(value, kind)
+
+    return guarded
+
+
+def _fixed_tuple(kind: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    hooks = [converter.get_structure_hook(arg) for arg in typing.get_args(kind)]
+
+    def structure(value: Any, _kind: Any) -> tuple[Any, ...]:
+        if len(value) != len(hooks):
+            msg = f"expected an array of {len(hooks)} items, got {len(value)}"
+            raise Mismatch(msg)
+        items: list[Any] = []
+        errors: list[Exception] = []
+        for index, (item, hook, arg) in enumerate(
+            zip(value, hooks, typing.get_args(kind), strict=True)
+        ):
+            try:
+                items.append(hook(item, arg))
+            except Exception as exc:  # noqa: BLE001 - gathered, as cattrs does, then raised
+                exc.__notes__ = [*getattr(exc, "__notes__", []), _index_note(index, arg)]
+                errors.append(exc)
+        if errors:
+            msg = f"While structuring {kind!r}"
+            raise IterableValidationError(msg, errors, kind)
+        return tuple(items)
+
+    return structure
+
+
+def _index_note(index: int, kind: Any) -> IterableValidationNote:
+    return IterableValidationNote(f"Structuring item @ index {index}", index, kind)
+
+
+def _array_factory(kind: Any, converter: cattrs.Converter) -> Callable[[Any, Any], Any]:
+    """The structure hook for a list, tuple, sequence or set type that takes arrays only."""
+    args = typing.get_args(kind)
+    if is_any_set(kind):
+        as_list: Any = list[args[0]] if args else list  # type: ignore[valid-type]
+        items = list_structure_factory(as_list, converter)
+        made = frozenset if is_frozenset(kind) or kind is frozenset else set
+        return _array_only(lambda value, _kind: made(items(list(value), as_list)), _SET_INPUTS)
+    if typing.get_origin(kind) is tuple and args and args[-1] is not Ellipsis:
+        return _array_only(_fixed_tuple(kind, converter), _ARRAYS)
+    if is_mutable_sequence(kind):
+        return _array_only(list_structure_factory(kind, converter), _ARRAYS)
+    return _array_only(homogenous_tuple_structure_factory(kind, converter), _ARRAYS)
+
+
 def make_converter() -> cattrs.Converter:
     """Build a converter that handles attrs classes, dataclasses, TypedDicts and pydantic.
 
     Structuring is strict: ``"no"`` is not a ``bool``, ``"3"`` is not an ``int``, ``true``
-    and ``1.0`` are not the ``Literal`` or ``Enum`` value ``1``, and pydantic models are
+    and ``1.0`` are not the ``Literal`` or ``Enum`` value ``1``, a list, tuple or set is read
+    from an array only (never a string's characters or a mapping's keys), and pydantic models are
     validated in strict mode (from their JSON form). Pydantic models are unstructured with
     ``model_dump(mode="json")``; everything else uses cattrs' own hooks.
 
@@ -129,6 +209,7 @@ def make_converter() -> cattrs.Converter:
     converter.register_structure_hook_func(_is_literal, _structure_literal)
     converter.register_structure_hook_func(_is_enum, _structure_enum)
     converter.register_structure_hook_func(_is_pydantic_model, _structure_pydantic)
+    converter.register_structure_hook_factory(_is_array_type, _array_factory)
     converter.register_unstructure_hook_func(
         _is_pydantic_model, lambda obj: obj.model_dump(mode="json")
     )
