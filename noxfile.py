@@ -55,6 +55,7 @@ nox.options.sessions = [
     "typing",
     "docs",
     "demo",
+    "bench-quick",
 ]
 
 # The pyproject's addopts deselect slow tests for the inner loop (-m "not slow"); an empty
@@ -303,6 +304,27 @@ def docs(session: nox.Session) -> None:
     # What a reader sees in the built HTML: no raw Sphinx roles, examples as code.
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("pytest", *EVERY_TEST, "tests/docs_site", env={"PAUSETOKEN_SITE_DIR": str(site)})
+
+
+def _bench(session: nox.Session, *args: str) -> None:
+    session.install(*nox.project.dependency_groups(PYPROJECT, "bench"))
+    session.install(*nox.project.dependency_groups(PYPROJECT, "mongo-server"))
+    session.install("-e", "./sdk[testing,cli]")
+    for distribution in _backend_distributions():
+        session.install("-e", _with_all_extras(distribution))
+    session.run("python", "benchmarks/report.py", *args, *session.posargs)
+
+
+@nox.session(python=NEWEST)
+def bench(session: nox.Session) -> None:
+    """Run every benchmark in full and write docs/benchmarks.md (minutes; not run by CI)."""
+    _bench(session)
+
+
+@nox.session(python=NEWEST, name="bench-quick")
+def bench_quick(session: nox.Session) -> None:
+    """Run every benchmark's quick variant, so that none can rot; the page goes to a temp file."""
+    _bench(session, "--quick", "--output", str(Path(session.create_tmp()) / "benchmarks.md"))
 
 
 @nox.session(python=NEWEST)

@@ -43,6 +43,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from sqlalchemy import event
 
+from _results import record
 from pausetoken import (
     Interrupt,
     JoseSigner,
@@ -177,6 +178,13 @@ async def main(
     print(f"  bare ainvoke(Command(resume=...))  {ms(bare_times):7.3f} ms")
     print(f"  pausetoken_langgraph.resume()      {ms(our_times):7.3f} ms")
     print(f"  ratio ours / bare                  {ratio:7.3f}   (target <= 1.25)")
+    record(
+        f"resume() / bare resume, {where}",
+        ratio,
+        detail=f"{ms(our_times):.3f} ms / {ms(bare_times):.3f} ms",
+        target=1.25,
+        better="lower",
+    )
     print("breakdown (each part alone, medians):")
     for name, value in parts.items():
         print(f"  {name:<34} {value:7.3f} ms")

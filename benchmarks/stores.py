@@ -56,6 +56,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from _results import record
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken_mongo import MongoStore
 from pausetoken_redis import RedisStore
@@ -285,6 +286,12 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
                 f"{concurrency:>11} {r['store']:>9,.0f} {r['raw']:>9,.0f}"
                 f" {r['store'] / r['raw']:>6.2f} {r['core']:>9,.0f}"
             )
+            record(
+                f"{family}: claims/s at concurrency {concurrency}, store / raw driver",
+                r["store"] / r["raw"],
+                detail=f"{r['store']:,.0f}/s / {r['raw']:,.0f}/s",
+                target=0.8,
+            )
         async with store.engine.begin() as conn:
             await conn.execute(text(f"DELETE FROM {table}"))
         lat: dict[int, tuple[float, float]] = {}
@@ -296,6 +303,13 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
                 f" p99 {lat[rows][1]:7.0f} µs"
             )
         print(f"latency ratio {big:,} / 10,000 rows: {lat[big][0] / lat[10_000][0]:.2f}")
+        record(
+            f"{family}: claim latency, {big:,} / 10,000 rows",
+            lat[big][0] / lat[10_000][0],
+            detail=f"{lat[big][0]:.0f} µs / {lat[10_000][0]:.0f} µs (medians)",
+            target=1.5,
+            better="lower",
+        )
     finally:
         async with store.engine.begin() as conn:
             await conn.execute(text(f"DROP TABLE {table}"))
@@ -339,6 +353,12 @@ async def bench_redis(url: str, *, quick: bool) -> None:
             print(
                 f"{concurrency:>11} {r['store']:>9,.0f} {r['raw']:>9,.0f}"
                 f" {r['store'] / r['raw']:>6.2f}"
+            )
+            record(
+                f"redis: claims/s at concurrency {concurrency}, store / raw script",
+                r["store"] / r["raw"],
+                detail=f"{r['store']:,.0f}/s / {r['raw']:,.0f}/s",
+                target=0.8,
             )
     finally:
         batch = [key async for key in raw.scan_iter(match=f"{prefix}*", count=1000)]
@@ -391,6 +411,14 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
             print(
                 f"{concurrency:>11} {store_rate:>9,.0f} {raw_rate:>9,.0f}"
                 f" {store_rate / raw_rate:>6.2f}"
+            )
+            served_by = server.split(" at ", maxsplit=1)[0]
+            record(
+                f"mongodb on {served_by}: claims/s at concurrency {concurrency},"
+                " store / raw insert_one",
+                store_rate / raw_rate,
+                detail=f"{store_rate:,.0f}/s / {raw_rate:,.0f}/s",
+                target=0.8,
             )
     finally:
         await collection.drop()
