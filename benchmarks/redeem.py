@@ -6,7 +6,8 @@
 Baselines: joserfc `jwt.encode` (mint), joserfc `jwt.decode` + `JWTClaimsRegistry.validate`
 (verify), and for consume both a bare dict-based single-use check and the naive redemption
 (joserfc decode + claims validation + adding the jti to a set under an `asyncio.Lock`; target
-ratio >= 1.0). Ratios are ours / baseline: above 1.0 means pausetoken is faster. Medians of the repeats; the machine is noisy, compare ratios.
+ratio >= 1.0). Ratios are ours / baseline: above 1.0 means pausetoken is faster. Medians of
+the repeats; the machine is noisy, compare ratios.
 """
 
 from __future__ import annotations
