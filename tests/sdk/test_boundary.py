@@ -93,7 +93,16 @@ _LAZY = (
     "cryptography.hazmat.primitives.asymmetric",
     "cattrs.preconf",
 )
-_BACKENDS = ("sqlalchemy", "langgraph", "redis", "pymongo", "asyncpg", "asyncmy", "aiosqlite")
+_BACKENDS = (
+    "sqlalchemy",
+    "langgraph",
+    "redis",
+    "pymongo",
+    "asyncpg",
+    "asyncmy",
+    "aiosqlite",
+    "starlette",
+)
 
 
 @pytest.mark.slow

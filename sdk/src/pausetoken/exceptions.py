@@ -29,13 +29,17 @@ __all__ = [
     "CommitUnconfirmed",
     "ConfigurationError",
     "InvalidMintRequest",
+    "InvalidRequest",
     "InvalidResponse",
     "InvalidToken",
     "LeaseLost",
+    "NotAuthenticated",
     "PauseTokenError",
     "PayloadMismatch",
     "PrincipalMismatch",
     "RedemptionInProgress",
+    "RequestForbidden",
+    "RequestTooLarge",
     "ScopeMismatch",
     "StaleToken",
     "StoreUnavailable",
@@ -43,6 +47,7 @@ __all__ = [
     "TokenRevoked",
     "UnknownBackend",
     "UnknownInterrupt",
+    "UnsupportedMediaType",
     "UnsupportedPayload",
 ]
 
@@ -70,6 +75,12 @@ class PauseTokenError(Exception):
         "race_worker_failed": (
             "A process of the store race check failed; only its error type is reported."
         ),
+        "resume_failed": (
+            "The HTTP router's resume function raised an error that is not a pausetoken error."
+        ),
+        "resume_result_invalid": (
+            "The HTTP router's resume function returned a result JSON cannot carry exactly."
+        ),
     }
     action: ClassVar[str] = (
         "Log it with its code and answer 500; an error without a more specific class is a "
@@ -80,6 +91,14 @@ class PauseTokenError(Exception):
         "race_worker_failed": (
             "Run pausetoken store check URL --debug to see the failed process's traceback; "
             "do not use a store that fails under concurrent claims."
+        ),
+        "resume_failed": (
+            "The claim was released: fix the resume function (the log names its error type); "
+            "the same answer can be sent again."
+        ),
+        "resume_result_invalid": (
+            "The run resumed and the answer is committed: return JSON values (dicts, lists, "
+            "str, finite numbers, bool, None) from the resume function."
         ),
     }
     default_detail: ClassVar[str] = "The request could not be processed."
@@ -892,3 +911,111 @@ class InvalidMintRequest(PauseTokenError, ValueError):
     default_detail = "The mint request cannot produce a token that verifies."
     http_status = 400
     title = "Invalid mint request"
+
+
+# -- HTTP requests (pausetoken.asgi), refused before any token is looked at -------------
+
+
+class InvalidRequest(PauseTokenError):
+    """An HTTP request to the resume router is not in the documented shape.
+
+    Raised by ``pausetoken.asgi`` before the token is verified: the body is not a JSON
+    object with the documented members, is not strict JSON, or a token came in the URL.
+    """
+
+    default_code = "request_invalid"
+    codes: ClassVar[Mapping[str, str]] = {
+        "request_invalid": "The request body is not a JSON object with the documented members.",
+        "request_json_invalid": (
+            "The request body is not UTF-8 JSON without duplicate members, with finite numbers "
+            "and bounded nesting."
+        ),
+        "token_in_url": "A token was sent in the query string, which servers and proxies log.",
+    }
+    action: ClassVar[str] = "Send the request as the OpenAPI description documents it."
+    actions: ClassVar[Mapping[str, str]] = {
+        **dict.fromkeys(codes, action),
+        "token_in_url": (
+            "Send the token in the Pause-Token header or the JSON body; treat a token that was "
+            "in a URL as disclosed and revoke it."
+        ),
+    }
+    default_detail = "The request is not in the documented shape."
+    http_status = 400
+    title = "Invalid request"
+
+
+class RequestTooLarge(PauseTokenError):
+    """An HTTP request body is longer than the router accepts; it was not parsed."""
+
+    default_code = "request_too_large"
+    codes: ClassVar[Mapping[str, str]] = {
+        "request_too_large": "The request body exceeds the router's max_body_bytes.",
+    }
+    action: ClassVar[str] = (
+        "Send a smaller answer, or raise max_body_bytes where the router is built."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    default_detail = "The request body is too large."
+    http_status = 413
+    title = "Request too large"
+
+
+class UnsupportedMediaType(PauseTokenError):
+    """An HTTP request body is not ``application/json``.
+
+    Requiring JSON also keeps cross-site HTML forms out: a browser sends JSON to another
+    origin only after a CORS preflight the router never grants.
+    """
+
+    default_code = "media_type_unsupported"
+    codes: ClassVar[Mapping[str, str]] = {
+        "media_type_unsupported": "The request's Content-Type is not application/json.",
+    }
+    action: ClassVar[str] = "Send the body as JSON with Content-Type: application/json."
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    default_detail = "The request body must be application/json."
+    http_status = 415
+    title = "Unsupported media type"
+
+
+class NotAuthenticated(PauseTokenError):
+    """The application could not tell who sent an HTTP request.
+
+    The application's ``authenticate`` function raises it; the router answers 401 with a
+    ``WWW-Authenticate`` challenge.
+    """
+
+    default_code = "not_authenticated"
+    codes: ClassVar[Mapping[str, str]] = {
+        "not_authenticated": "The request carries no credentials the application accepts.",
+    }
+    action: ClassVar[str] = "Sign in, or send the application's credentials, and retry."
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    default_detail = "The request is not authenticated."
+    http_status = 401
+    title = "Not authenticated"
+
+
+class RequestForbidden(PauseTokenError):
+    """A request to the approval page's endpoints failed its cross-site request checks.
+
+    The page's requests must come from the page itself: the same origin, and the signed
+    per-page value the page was served with. Nothing was read from the body.
+    """
+
+    default_code = "request_forbidden"
+    codes: ClassVar[Mapping[str, str]] = {
+        "request_forbidden": "The request failed the approval page's cross-site checks.",
+        "csrf_invalid": (
+            "The page's anti-forgery value is missing, forged or older than the page's lifetime."
+        ),
+        "origin_refused": "The request's Origin is missing or is not the router's own.",
+    }
+    action: ClassVar[str] = (
+        "Reload the approval page and answer from it; another site cannot answer for it."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    default_detail = "The request did not come from the approval page."
+    http_status = 403
+    title = "Forbidden"

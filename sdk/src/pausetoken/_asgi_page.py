@@ -1,0 +1,213 @@
+"""The approval page: a server-rendered page, its script and style, and its two requests.
+
+The link a person gets carries the token in the URL fragment (``.../approve#token=...``),
+which browsers never send: server and proxy logs see ``/approve`` only. The page's script
+reads the fragment and posts the token in a body, first to learn what is asked
+(``/approve/describe``, which changes nothing), then with the answer (``/approve/answer``).
+
+Both requests must come from the page itself: the ``Origin`` is the router's own (or one
+of ``allowed_origins``), and the ``X-Pausetoken-CSRF`` header carries the signed value the
+page was served with, younger than the page's lifetime. The page is served with a strict
+Content-Security-Policy: no inline script or style, nothing from another origin.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import html
+import secrets
+import time
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from pausetoken._asgi_body import read_json_object, refuse_token_in_url
+from pausetoken._asgi_endpoints import Endpoints, describe_pause, log_refusal, problem_response
+from pausetoken._asgi_openapi import CSRF_HEADER
+from pausetoken.exceptions import (
+    ConfigurationError,
+    InvalidRequest,
+    PauseTokenError,
+    RequestForbidden,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Sequence
+
+    from starlette.requests import Request
+
+__all__ = ["CONTENT_SECURITY_POLICY", "page_routes"]
+
+#: Served with the page and its assets: nothing inline, nothing from elsewhere.
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_PAGE_HEADERS: Final = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+_ASSET_TYPES: Final = {"page.js": "text/javascript", "page.css": "text/css"}
+
+
+@attrs.frozen(repr=False)
+class _PageGuard:
+    """Issues and checks the page's signed anti-forgery values and the request's origin."""
+
+    secret: bytes
+    lifetime: float
+    allowed_origins: tuple[str, ...]
+
+    def _mac(self, issued: int, nonce: str) -> str:
+        digest = hmac.new(self.secret, f"page.{issued}.{nonce}".encode(), hashlib.sha256)
+        return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+
+    def issue(self) -> str:
+        issued, nonce = int(time.time()), secrets.token_urlsafe(16)
+        return f"{issued}.{nonce}.{self._mac(issued, nonce)}"
+
+    def check(self, request: Request) -> None:
+        own = f"{request.url.scheme}://{request.url.netloc}"
+        origin = request.headers.get("origin")
+        fetch_site = request.headers.get("sec-fetch-site")
+        if origin not in (self.allowed_origins or (own,)) or fetch_site not in {
+            None,
+            "same-origin",
+        }:
+            msg = "the request does not come from the approval page's origin"
+            raise RequestForbidden(msg, code="origin_refused")
+        value = request.headers.get(CSRF_HEADER, "")
+        issued, _, rest = value.partition(".")
+        nonce, _, mac = rest.partition(".")
+        fresh = issued.isdigit() and 0 <= time.time() - int(issued) <= self.lifetime
+        if not (fresh and nonce and hmac.compare_digest(mac, self._mac(int(issued), nonce))):
+            msg = "the page's anti-forgery value is missing, forged or expired: reload the page"
+            raise RequestForbidden(msg, code="csrf_invalid")
+
+
+def _page_html(request: Request, *, title: str, csrf: str) -> str:
+    def url(name: str) -> str:
+        return html.escape(request.url_for(name).path)
+
+    title = html.escape(title)
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="pausetoken-csrf" content="{html.escape(csrf)}">
+<meta name="pausetoken-describe" content="{url("pausetoken_page_describe")}">
+<meta name="pausetoken-answer" content="{url("pausetoken_page_answer")}">
+<title>{title}</title>
+<link rel="stylesheet" href="{url("pausetoken_page_css")}">
+<script src="{url("pausetoken_page_js")}" defer></script>
+</head>
+<body>
+<main class="card" aria-live="polite">
+<header class="card-head"><p class="eyebrow">{title}</p>
+<h1 id="heading">Loading&hellip;</h1></header>
+<div id="content"><p class="muted">Checking the link.</p></div>
+<noscript><p class="notice">This page needs JavaScript to read the link.</p></noscript>
+</main>
+<p class="footer">Each link answers once. It is never sent to the server in the address.</p>
+</body>
+</html>
+"""
+
+
+@attrs.frozen
+class _Page:
+    """The page's handlers: the router's endpoints behind the page's own checks."""
+
+    endpoints: Endpoints
+    guard: _PageGuard
+    title: str
+
+    async def page(self, request: Request) -> Response:
+        try:
+            refuse_token_in_url(request)
+        except PauseTokenError as error:
+            log_refusal("approve", error)
+            return problem_response(error)
+        body = _page_html(request, title=self.title, csrf=self.guard.issue())
+        return Response(body, media_type="text/html; charset=utf-8", headers=_PAGE_HEADERS)
+
+    async def describe(self, request: Request) -> Response:
+        try:
+            self.guard.check(request)
+            caller = await self.endpoints.caller(request)
+            limit = self.endpoints.max_body_bytes
+            body = await read_json_object(request, max_body_bytes=limit)
+            token = body.get("token")
+            if set(body) != {"token"} or not isinstance(token, str) or not token:
+                msg = 'the request body must be {"token": ...}'
+                raise InvalidRequest(msg)
+            found = await describe_pause(self.endpoints.tokens, token, caller)
+        except PauseTokenError as error:
+            log_refusal("describe", error)
+            return problem_response(error)
+        return JSONResponse(found, headers={"Cache-Control": "no-store"})
+
+    async def answer(self, request: Request) -> Response:
+        try:
+            self.guard.check(request)
+            caller = await self.endpoints.caller(request)
+            token, value = await self.endpoints.read_token_and_answer(request)
+            return await self.endpoints.run_resume(token, value, caller)
+        except PauseTokenError as error:
+            log_refusal("answer", error)
+            return problem_response(error)
+
+
+def _asset(name: str) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    content = resources.files("pausetoken").joinpath("_approval_assets", name).read_bytes()
+    headers = {**_PAGE_HEADERS, "Cache-Control": "no-cache"}
+
+    async def serve(_request: Request) -> Response:
+        return Response(content, media_type=_ASSET_TYPES[name], headers=headers)
+
+    return serve
+
+
+def page_routes(
+    endpoints: Endpoints,
+    *,
+    title: str,
+    secret: bytes | None,
+    lifetime: float,
+    allowed_origins: Sequence[str],
+) -> list[Route]:
+    """The page's routes, handled with the router's service and application functions.
+
+    Raises:
+        ConfigurationError: a ``secret`` shorter than 32 bytes, or a lifetime that is not
+            positive.
+    """
+    if secret is not None and len(secret) < 32:  # noqa: PLR2004
+        msg = "page_secret must be at least 32 random bytes"
+        raise ConfigurationError(msg, code="settings_invalid")
+    if not lifetime > 0:
+        msg = "page_lifetime must be a positive number of seconds"
+        raise ConfigurationError(msg, code="settings_invalid")
+    guard = _PageGuard(secret or secrets.token_bytes(32), lifetime, tuple(allowed_origins))
+    page = _Page(endpoints, guard, title)
+    return [
+        Route("/approve", page.page, methods=["GET"], name="pausetoken_page"),
+        Route("/approve/page.js", _asset("page.js"), methods=["GET"], name="pausetoken_page_js"),
+        Route("/approve/page.css", _asset("page.css"), methods=["GET"], name="pausetoken_page_css"),
+        Route(
+            "/approve/describe", page.describe, methods=["POST"], name="pausetoken_page_describe"
+        ),
+        Route("/approve/answer", page.answer, methods=["POST"], name="pausetoken_page_answer"),
+    ]
