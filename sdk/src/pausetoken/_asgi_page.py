@@ -57,7 +57,11 @@ _PAGE_HEADERS: Final = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
-_ASSET_TYPES: Final = {"page.js": "text/javascript", "page.css": "text/css"}
+_ASSET_TYPES: Final = {
+    "page.js": "text/javascript",
+    "page.css": "text/css",
+    "icon.svg": "image/svg+xml",
+}
 
 
 @attrs.frozen(repr=False)
@@ -110,6 +114,7 @@ def _page_html(request: Request, *, title: str, csrf: str) -> str:
 <meta name="pausetoken-describe" content="{url("pausetoken_page_describe")}">
 <meta name="pausetoken-answer" content="{url("pausetoken_page_answer")}">
 <title>{title}</title>
+<link rel="icon" href="{url("pausetoken_page_icon")}" type="image/svg+xml">
 <link rel="stylesheet" href="{url("pausetoken_page_css")}">
 <script src="{url("pausetoken_page_js")}" defer></script>
 </head>
@@ -120,7 +125,8 @@ def _page_html(request: Request, *, title: str, csrf: str) -> str:
 <div id="content"><p class="muted">Checking the link.</p></div>
 <noscript><p class="notice">This page needs JavaScript to read the link.</p></noscript>
 </main>
-<p class="footer">Each link answers once. It is never sent to the server in the address.</p>
+<p class="footer">This link can be answered once. The token in it stays in your browser:
+it never reaches the server's logs.</p>
 </body>
 </html>
 """
@@ -206,6 +212,9 @@ def page_routes(
         Route("/approve", page.page, methods=["GET"], name="pausetoken_page"),
         Route("/approve/page.js", _asset("page.js"), methods=["GET"], name="pausetoken_page_js"),
         Route("/approve/page.css", _asset("page.css"), methods=["GET"], name="pausetoken_page_css"),
+        Route(
+            "/approve/icon.svg", _asset("icon.svg"), methods=["GET"], name="pausetoken_page_icon"
+        ),
         Route(
             "/approve/describe", page.describe, methods=["POST"], name="pausetoken_page_describe"
         ),

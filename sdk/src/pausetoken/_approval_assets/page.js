@@ -122,9 +122,14 @@
     return typeof value === "string" ? value : JSON.stringify(value, null, 2);
   }
 
+  function label(key) {
+    const words = key.replace(/[_-]+/g, " ").trim();
+    return words.charAt(0).toUpperCase() + words.slice(1);
+  }
+
   function fieldsTable(object) {
     const rows = Object.entries(object || {}).map(([key, value]) =>
-      el("tr", {}, el("th", { scope: "row", text: key.replace(/_/g, " ") }),
+      el("tr", {}, el("th", { scope: "row", text: label(key) }),
         el("td", {}, typeof value === "object" && value !== null
           ? el("pre", { class: "code", text: pretty(value) })
           : String(value))),

@@ -1,0 +1,199 @@
+"""The approval page in real headless Chromium (Debian's package, driven by Playwright).
+
+Render, decide, the run resumes, reopening the link says it was answered, a tampered
+fragment says the link is invalid. Each state's screenshot is written to docs/images/ for
+the approval page's documentation. Under CI a missing Chromium fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import pytest
+from asgi_support import ACME, App, Decision, make_app, serve_in_thread
+
+from docs_blocks import ROOT
+from pausetoken import TokenStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM: Final = Path("/usr/bin/chromium")
+IMAGES: Final = ROOT / "docs" / "images"
+ON_CI: Final = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing: apt-get install chromium"
+        if ON_CI:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, App]]:
+    def build() -> tuple[Any, App]:
+        app = make_app()
+        app.loop = asyncio.get_running_loop()
+        return app.router(page_title="Refund approval"), app
+
+    with serve_in_thread(build) as found:
+        yield found
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(
+        viewport={"width": 820, "height": 900},
+        locale="en-GB",
+        timezone_id="UTC",
+        # The test's API key: the router's authentication, as a browser session would be.
+        extra_http_headers={"Authorization": "Bearer key-acme"},
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on(
+        "console", lambda message: errors.append(message.text) if message.type == "error" else None
+    )
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    # No script error and no Content-Security-Policy violation on any page shown (Chromium
+    # also reports each refusal the page expects, a 409 or a 401, as a failed load).
+    expected = "Failed to load resource: the server responded with a status of"
+    assert [error for error in errors if not error.startswith(expected)] == []
+
+
+def shot(page: Page, name: str) -> None:
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    # The page down to its footer: no empty viewport below a short state.
+    bottom = page.evaluate("document.querySelector('.footer').getBoundingClientRect().bottom")
+    clip = {"x": 0, "y": 0, "width": 820, "height": int(bottom) + 32}
+    page.screenshot(path=str(IMAGES / f"approval-{name}.png"), clip=clip, full_page=True)
+
+
+def open_link(page: Page, url: str, token: str, state: str) -> None:
+    page.goto("about:blank")  # a fresh load, as opening the link again is
+    page.goto(f"{url}/approve#token={token}")
+    page.wait_for_selector(f"body[data-state='{state}']", timeout=15_000)
+
+
+def test_a_person_approves_from_the_link_and_the_link_then_says_answered(
+    page: Page, served: tuple[str, App], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    url, app = served
+    token = app.call(app.mint("refund-42", kind="tool_approval"))
+
+    open_link(page, url, token, "pending")
+    assert page.locator("h1").inner_text() == "Your decision is needed"
+    assert "issue_refund" in page.locator(".action-name").inner_text()
+    assert "parcel arrived damaged" in page.locator(".fields").inner_text()
+    offered = page.locator(".option strong").all_inner_texts()
+    assert offered == ["Approve", "Edit and approve", "Reject"]  # respond is not allowed
+    page.get_by_label("Approve", exact=False).first.check()
+    shot(page, "pending")
+
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector("body[data-state='done']", timeout=15_000)
+    assert page.locator("h1").inner_text() == "Decision recorded"
+    assert "Approve" in page.locator(".summary").inner_text()
+    shot(page, "done")
+    assert app.resumed == [("refund-42", {"type": "approve"})]
+    assert app.call(app.tokens.status(token, scope=ACME)) is TokenStatus.REDEEMED
+
+    open_link(page, url, token, "answered")
+    assert page.locator("h1").inner_text() == "Already answered"
+    shot(page, "already-answered")
+
+    head, claims, signature = token.split(".")
+    middle = len(claims) // 2
+    flipped = "A" if claims[middle] != "A" else "B"
+    tampered = f"{head}.{claims[:middle]}{flipped}{claims[middle + 1 :]}.{signature}"
+    open_link(page, url, tampered, "invalid")
+    assert page.locator("h1").inner_text() == "Invalid link"
+    shot(page, "invalid-link")
+
+    # The token travelled in fragments and bodies only: no log line holds it.
+    assert [
+        r for r in caplog.records if token in r.getMessage() or tampered in r.getMessage()
+    ] == []
+    assert any(r.name == "uvicorn.access" and "/approve" in r.getMessage() for r in caplog.records)
+
+
+def test_an_edit_sends_the_edited_arguments_and_a_reject_its_message(
+    page: Page, served: tuple[str, App]
+) -> None:
+    url, app = served
+    edited = app.call(app.mint("edit-1", kind="tool_approval"))
+    open_link(page, url, edited, "pending")
+    page.locator("input[value='edit']").check()
+    box = page.get_by_label("Edited arguments")
+    box.fill('{"order_id": "A-1042", "amount": "21.00 EUR"}')
+    shot(page, "edit")
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector("body[data-state='done']", timeout=15_000)
+
+    rejected = app.call(app.mint("reject-1", kind="tool_approval"))
+    open_link(page, url, rejected, "pending")
+    page.locator("input[value='reject']").check()
+    page.get_by_label("Message").fill("Customer already got a replacement.")
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector("body[data-state='done']", timeout=15_000)
+
+    assert app.resumed == [
+        (
+            "edit-1",
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "issue_refund",
+                    "args": {"order_id": "A-1042", "amount": "21.00 EUR"},
+                },
+            },
+        ),
+        ("reject-1", {"type": "reject", "message": "Customer already got a replacement."}),
+    ]
+
+
+def test_an_invalid_answer_keeps_the_form_and_a_revoked_or_missing_link_says_so(
+    page: Page, served: tuple[str, App]
+) -> None:
+    url, app = served
+    token = app.call(app.mint("generic-1"))
+    open_link(page, url, token, "pending")
+    # The refund kind is not a ready-made one: the page shows its fields and a JSON box.
+    assert "Order id\torder-1" in page.locator(".fields").inner_text()
+    page.get_by_label("Answer (JSON)").fill('{"approved": "perhaps"}')
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector(".form-error .notice", timeout=15_000)
+    assert page.locator("body").get_attribute("data-state") == "pending"
+    page.get_by_label("Answer (JSON)").fill('{"approved": false}')
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector("body[data-state='done']", timeout=15_000)
+    assert app.resumed == [("generic-1", Decision(approved=False))]
+
+    revoked = app.call(app.mint("revoked-1"))
+    app.call(app.tokens.revoke(revoked, scope=ACME))
+    open_link(page, url, revoked, "revoked")
+    assert page.locator("h1").inner_text() == "Request withdrawn"
+    shot(page, "revoked")
+
+    page.goto(f"{url}/approve")
+    page.wait_for_selector("body[data-state='invalid']", timeout=15_000)
