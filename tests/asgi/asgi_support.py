@@ -56,6 +56,40 @@ REFUND: Final = Interrupt("refund", payload=Refund, response=Decision)
 TOOL_APPROVAL: Final = Interrupt("tool_approval", payload=dict[str, Any], response=dict[str, Any])
 
 
+# The shape of pausetoken.kinds.Questions, unstructured.
+QUESTIONS: Final = Interrupt("questions", payload=dict[str, Any], response=dict[str, Any])
+
+
+def questions() -> dict[str, Any]:
+    return {
+        "questions": [
+            {
+                "id": "q1",
+                "question": "Ship the order today?",
+                "header": "Shipping",
+                "options": [
+                    {"label": "Yes", "description": ""},
+                    {"label": "No", "description": "hold it until Monday"},
+                ],
+                "multi_select": False,
+                "allow_other": False,
+            },
+            {
+                "id": "q2",
+                "question": "Which carriers may take it?",
+                "header": "Carriers",
+                "options": [
+                    {"label": "Post", "description": ""},
+                    {"label": "Courier", "description": ""},
+                    {"label": "Pickup", "description": "the customer collects"},
+                ],
+                "multi_select": True,
+                "allow_other": True,
+            },
+        ]
+    }
+
+
 def tool_call(order_id: str = "A-1042") -> dict[str, Any]:
     return {
         "type": "tool_approval",
@@ -125,6 +159,10 @@ class App:
                 run_id="r-1",
                 **options,
             )
+        elif kind == "questions":
+            event = await self.tokens.mint(
+                QUESTIONS, questions(), scope=scope, thread_id=thread_id, run_id="r-1", **options
+            )
         else:
             event = await self.tokens.mint(
                 TOOL_APPROVAL,
@@ -148,6 +186,7 @@ def make_app(clock: Callable[[], float] | None = None) -> App:
     )
     tokens.register(REFUND)
     tokens.register(TOOL_APPROVAL)
+    tokens.register(QUESTIONS)
     return App(tokens, checkpoints)
 
 

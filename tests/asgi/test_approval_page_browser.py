@@ -181,11 +181,11 @@ def test_an_invalid_answer_keeps_the_form_and_a_revoked_or_missing_link_says_so(
     # The refund kind is not a ready-made one: the page shows its fields and a JSON box.
     assert "Order id\torder-1" in page.locator(".fields").inner_text()
     page.get_by_label("Answer (JSON)").fill('{"approved": "perhaps"}')
-    page.get_by_role("button", name="Send decision").click()
+    page.get_by_role("button", name="Send answer").click()
     page.wait_for_selector(".form-error .notice", timeout=15_000)
     assert page.locator("body").get_attribute("data-state") == "pending"
     page.get_by_label("Answer (JSON)").fill('{"approved": false}')
-    page.get_by_role("button", name="Send decision").click()
+    page.get_by_role("button", name="Send answer").click()
     page.wait_for_selector("body[data-state='done']", timeout=15_000)
     assert app.resumed == [("generic-1", Decision(approved=False))]
 
@@ -197,3 +197,40 @@ def test_an_invalid_answer_keeps_the_form_and_a_revoked_or_missing_link_says_so(
 
     page.goto(f"{url}/approve")
     page.wait_for_selector("body[data-state='invalid']", timeout=15_000)
+
+
+def test_questions_offer_their_options_and_send_the_selected_labels(
+    page: Page, served: tuple[str, App]
+) -> None:
+    url, app = served
+    token = app.call(app.mint("questions-1", kind="questions"))
+    open_link(page, url, token, "pending")
+    assert page.locator("h2.question").all_inner_texts() == [
+        "Ship the order today?",
+        "Which carriers may take it?",
+    ]
+    assert page.locator("input[name='question-0']").evaluate_all(
+        "inputs => inputs.map(i => i.type)"
+    ) == ["radio", "radio"]
+    page.locator("input[name='question-0'][value='Yes']").check()
+    page.locator("input[name='question-1'][value='Courier']").check()
+    page.locator("input[name='question-1'][value='Pickup']").check()
+    page.get_by_label("Other answer").fill("or a bike messenger")
+    shot(page, "questions")
+    page.get_by_role("button", name="Send answer").click()
+    page.wait_for_selector("body[data-state='done']", timeout=15_000)
+    assert app.resumed == [
+        (
+            "questions-1",
+            {
+                "answers": [
+                    {"question_id": "q1", "selected": ["Yes"]},
+                    {
+                        "question_id": "q2",
+                        "selected": ["Courier", "Pickup"],
+                        "other": "or a bike messenger",
+                    },
+                ]
+            },
+        )
+    ]

@@ -263,11 +263,12 @@
             throw new Error("The answer is not valid JSON.");
           }
         },
-        summary: () => "your answer",
+        summary: () => "",
       }];
       build = () => controls[0].value();
     }
-    const submit = el("button", { type: "submit", class: "button" }, "Send decision");
+    const label = asked ? "Send decision" : "Send answer";
+    const submit = el("button", { type: "submit", class: "button" }, label);
     const element = el("form", { class: "answer-form", novalidate: true },
       ...controls.map((c) => c.block), error, el("div", { class: "actions" }, submit));
     element.addEventListener("submit", async (event) => {
@@ -284,14 +285,14 @@
       submit.textContent = "Sending…";
       const result = await post(ANSWER_URL, { token, answer });
       submit.disabled = false;
-      submit.textContent = "Send decision";
+      submit.textContent = label;
       if (result.ok) {
         const summary = controls.map((c) => c.summary()).filter(Boolean).join("; ");
         const text = result.data.replayed
           ? "This answer had already been recorded; nothing was done twice."
-          : "Your decision was recorded and the task has resumed.";
-        setState("done", "Decision recorded", notice("success", text),
-          summary ? el("p", { class: "summary" }, el("span", { class: "muted", text: "Your decision: " }), el("strong", { text: summary })) : null,
+          : `Your ${asked ? "decision" : "answer"} was recorded and the task has resumed.`;
+        setState("done", asked ? "Decision recorded" : "Answer recorded", notice("success", text),
+          summary ? el("p", { class: "summary" }, el("span", { class: "muted", text: asked ? "Your decision: " : "Your answer: " }), el("strong", { text: summary })) : null,
           el("p", { class: "muted", text: "You can close this page." }));
         return;
       }
@@ -317,7 +318,9 @@
     }
     const described = result.data;
     const expires = new Date(described.expires_at);
-    setState("pending", "Your decision is needed",
+    const payload = described.payload;
+    const asksActions = payload && typeof payload === "object" && actionsOf(payload) !== null;
+    setState("pending", asksActions ? "Your decision is needed" : "Your answer is needed",
       el("p", { class: "meta" }, el("span", { class: "badge badge-muted", text: described.name }),
         el("span", { class: "muted", text: ` Link valid until ${expires.toLocaleString()}` })),
       form(described, token));
