@@ -22,6 +22,7 @@ from pausetoken.cli import (
 )
 from pausetoken.exceptions import ConfigurationError
 from pausetoken_langgraph._demo import run_demo
+from pausetoken_langgraph._serve import serve_demo
 
 if TYPE_CHECKING:
     import argparse
@@ -42,12 +43,32 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="postgresql://... for LangGraph's AsyncPostgresSaver, or sqlite:///PATH "
         "(default: SQLite in the directory)",
     )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="pause once, serve the approval page on 127.0.0.1 and print its link; resume "
+        "when it is answered",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="PORT", help="with --serve: the port (default: free)"
+    )
+    parser.add_argument(
+        "--keep-serving",
+        action="store_true",
+        help="with --serve: keep serving after the answer, until Ctrl-C",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
     require_rich("demo")
     if args.store:
         check_store_url(args.store, where="--store")
+    if not args.serve and (args.port or args.keep_serving):
+        msg = "--port and --keep-serving go with --serve"
+        raise ConfigurationError(msg, code="cli_usage")
+    if not 0 <= args.port <= 65535:  # noqa: PLR2004
+        msg = "--port takes 0 (a free port) to 65535"
+        raise ConfigurationError(msg, code="cli_usage")
     with tempfile.TemporaryDirectory(prefix="pausetoken-demo-") as scratch:
         directory = Path(args.dir) if args.dir else Path(scratch)
         try:
@@ -55,14 +76,26 @@ def _run(args: argparse.Namespace) -> int:
         except OSError as exc:
             msg = f"cannot create --dir {directory}: {exc.strerror or type(exc).__name__}"
             raise ConfigurationError(msg, code="cli_usage") from exc
-        passed = asyncio.run(
-            run_demo(
-                directory=directory,
-                store_url=args.store,
-                checkpointer_url=args.checkpointer,
-                console=console(),
+        if args.serve:
+            passed = asyncio.run(
+                serve_demo(
+                    directory=directory,
+                    store_url=args.store,
+                    checkpointer_url=args.checkpointer,
+                    console=console(),
+                    port=args.port,
+                    keep_serving=args.keep_serving,
+                )
             )
-        )
+        else:
+            passed = asyncio.run(
+                run_demo(
+                    directory=directory,
+                    store_url=args.store,
+                    checkpointer_url=args.checkpointer,
+                    console=console(),
+                )
+            )
     return EXIT_OK if passed else EXIT_REFUSED
 
 
