@@ -70,8 +70,9 @@ SERVER_VARIABLES = {
     "mongodb": "PAUSETOKEN_TEST_MONGODB_URL",
 }
 
-# backend -> the dependency group holding the server its tests start themselves
-SERVER_GROUPS = {"mongodb": "mongo-server"}
+# backend -> the dependency group its tests need besides "test": the server they start
+# themselves (nx-27017), or the HTTP surface's client, server, fuzzer and browser driver
+SERVER_GROUPS = {"mongodb": "mongo-server", "http": "http"}
 
 # backend -> (what to install, test paths, environment variable naming a server URL)
 BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
@@ -122,6 +123,17 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
     "mongodb": (
         ["./sdk[testing,cli]", "./backends/mongo"],
         ["tests/backends/mongo"],
+        None,
+    ),
+    # The HTTP router (in-process, behind uvicorn, fuzzed), the approval page in Debian's
+    # Chromium, `pausetoken demo --serve` and the HTTP pages' code blocks.
+    "http": (
+        [
+            "./sdk[testing,cli,http]",
+            "./backends/sqlalchemy[sqlite]",
+            "./backends/langgraph[sqlite,serve]",
+        ],
+        ["tests/asgi"],
         None,
     ),
 }
@@ -231,7 +243,7 @@ def doctests(session: nox.Session) -> None:
     """Run the docstring examples of every distribution, as built and installed."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     distributions = _backend_distributions()
-    session.install("./sdk[testing,cli]", *(_with_all_extras(d) for d in distributions))
+    session.install("./sdk[testing,cli,http]", *(_with_all_extras(d) for d in distributions))
     packages = [name for d in [ROOT / "sdk", *distributions] for name in _packages(d)]
     for stale in _coverage_data(session.name):
         stale.unlink()
@@ -277,7 +289,7 @@ def typing(session: nox.Session) -> None:
     """mypy --strict over every distribution, the benchmarks and user code; pyright on user code."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "typing"))
     session.install(*nox.project.dependency_groups(PYPROJECT, "bench"))
-    session.install("-e", "./sdk[testing,cli]")
+    session.install("-e", "./sdk[testing,cli,http]")
     distributions = _backend_distributions()
     for distribution in distributions:
         session.install("-e", _with_all_extras(distribution))
@@ -296,7 +308,7 @@ def typing(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the documentation site in strict mode."""
     session.install(*nox.project.dependency_groups(PYPROJECT, "docs"))
-    session.install("-e", "./sdk[testing,cli]")
+    session.install("-e", "./sdk[testing,cli,http]")
     for distribution in _backend_distributions():
         session.install("-e", _with_all_extras(distribution))
     site = Path(session.create_tmp()) / "site"

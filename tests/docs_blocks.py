@@ -16,7 +16,8 @@ the block must still compile. :data:`PRELUDES` may give a page code that defines
 its fragments use (the way pytest's ``doctest_namespace`` does); complete blocks are better.
 
 Pages whose blocks need the backends (pausetoken-sqlalchemy, LangGraph) are listed in
-:data:`BACKEND_PAGES` and run by the LangGraph test session, which installs them; the others
+:data:`BACKEND_PAGES` and run by the LangGraph test session, which installs them; those
+that need the HTTP extra are in :data:`HTTP_PAGES`, run by the http session; the others
 run with the core alone. The same split holds for :data:`EXAMPLES`.
 """
 
@@ -49,6 +50,9 @@ BACKEND_PAGES: Final = frozenset(
         "docs/stores.md",
     }
 )
+
+#: Pages whose blocks need the HTTP extra (Starlette, httpx): the http session runs them.
+HTTP_PAGES: Final = frozenset({"docs/http.md", "docs/approval-page.md"})
 
 #: Each example and whether it needs the backends.
 EXAMPLES: Final = {"examples/quickstart.py": False, "examples/langgraph_approval.py": True}
@@ -132,10 +136,13 @@ def blocks(page: str, text: str | None = None) -> list[Block]:
     return found
 
 
-def blocks_for(*, backends: bool) -> list[Block]:
-    """The blocks of the pages that need the backends, or of the others."""
+def blocks_for(*, backends: bool = False, http: bool = False) -> list[Block]:
+    """The blocks of the pages that need the HTTP extra, the backends, or neither."""
     return [
-        block for page in pages() if (page in BACKEND_PAGES) == backends for block in blocks(page)
+        block
+        for page in pages()
+        if (page in HTTP_PAGES) == http and (http or (page in BACKEND_PAGES) == backends)
+        for block in blocks(page)
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,7 @@ from asgi_support import ACME, AUTH, GLOBEX, App, make_app
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from pausetoken import TokenStatus
+from pausetoken import TokenStatus, exceptions
 from pausetoken.asgi import (
     CONTENT_SECURITY_POLICY,
     CSRF_HEADER,
@@ -25,12 +26,7 @@ from pausetoken.asgi import (
     problem_response,
     resume_router,
 )
-from pausetoken.exceptions import (
-    ConfigurationError,
-    InvalidToken,
-    PauseTokenError,
-    RedemptionInProgress,
-)
+from pausetoken.exceptions import ConfigurationError, PauseTokenError, RedemptionInProgress
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -356,11 +352,22 @@ def test_a_configuration_errors_detail_stays_in_the_log() -> None:
     assert b"/etc/secret" not in response.body
 
 
-@pytest.mark.parametrize("error", [InvalidToken(), PauseTokenError()])
-def test_every_problem_is_rfc_9457(error: PauseTokenError) -> None:
-    response = problem_response(error)
-    assert response.status_code == error.http_status
-    assert response.media_type == "application/problem+json"
+ERRORS = [getattr(exceptions, name) for name in exceptions.__all__]
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda error: error.__name__)
+def test_every_error_is_answered_with_its_problem_details(error: type[PauseTokenError]) -> None:
+    response = problem_response(error("what went wrong"))
+    problem = json.loads(response.body)
+    assert response.status_code == error.http_status == problem["status"]
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["cache-control"] == "no-store"
+    assert problem["code"] == error.default_code
+    assert problem["type"] == f"urn:pausetoken:error:{error.default_code}"
+    shown = problem["detail"] == "what went wrong"
+    assert shown is not issubclass(error, exceptions.ConfigurationError)
+    assert ("www-authenticate" in response.headers) is (response.status_code == 401)
+    assert ("retry-after" in response.headers) is (error is RedemptionInProgress)
 
 
 # -- OpenAPI and configuration ---------------------------------------------------------------

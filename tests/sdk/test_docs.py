@@ -5,12 +5,11 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
-import json
 import re
 import tomllib
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import pytest
@@ -229,52 +228,12 @@ def test_generated_cells_show_markdown_characters_as_written() -> None:
     assert hooks._plain("config['a']['b'] *x* <y>") == r"config\['a'\]\['b'\] \*x\* &lt;y>"
 
 
-# -- the HTTP recipe -------------------------------------------------------------------------
+# -- the HTTP page ---------------------------------------------------------------------------
 
 
 def _python_blocks(page: str) -> list[str]:
     text = (DOCS / page).read_text()
     return re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
-
-
-def _http_recipe() -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__name__": "docs_http"}  # defines, does not run main()
-    exec(compile(_python_blocks("http.md")[0], "docs/http.md", "exec"), namespace)  # noqa: S102
-    return namespace
-
-
-@pytest.mark.parametrize("error", _error_classes(), ids=lambda error: error.__name__)
-def test_the_http_recipe_answers_every_error_with_its_problem_details(
-    error: type[exceptions.PauseTokenError],
-) -> None:
-    status, headers, body = _http_recipe()["problem_response"](error("what went wrong"))
-    problem = json.loads(body)
-    assert status == error.http_status == problem["status"]
-    assert dict(headers)[b"content-type"] == b"application/problem+json"
-    assert problem["code"] == error.default_code
-    assert problem["type"] == f"urn:pausetoken:error:{error.default_code}"
-    shown = problem["detail"] == "what went wrong"
-    assert shown is not issubclass(error, exceptions.ConfigurationError)
-    assert (b"www-authenticate" in dict(headers)) is (status == 401)
-
-
-def test_the_http_recipe_sends_retry_after_in_whole_seconds() -> None:
-    problem_response = _http_recipe()["problem_response"]
-    _, headers, _ = problem_response(exceptions.RedemptionInProgress(retry_after=2.1))
-    assert dict(headers)[b"retry-after"] == b"3"
-    _, headers, _ = problem_response(exceptions.RedemptionInProgress())
-    assert b"retry-after" not in dict(headers)
-
-
-def test_the_http_status_table_names_every_error_class_under_its_status() -> None:
-    page = (DOCS / "http.md").read_text()
-    section = page.split("## What each status tells the client", 1)[1].split("\n## ", 1)[0]
-    rows = {
-        int(match[1]): match[2]
-        for match in re.finditer(r"^\| (\d{3}) \|([^|]*)\|", section, re.MULTILINE)
-    }
-    for cls in _error_classes():
-        assert f"`{cls.__name__}`" in rows.get(cls.http_status, ""), cls.__name__
 
 
 # -- the Operations page: every logger and message -------------------------------------------

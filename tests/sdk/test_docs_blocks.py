@@ -16,6 +16,7 @@ import pytest
 from docs_blocks import (
     BACKEND_PAGES,
     EXAMPLES,
+    HTTP_PAGES,
     PRELUDES,
     ROOT,
     blocks,
@@ -46,7 +47,7 @@ def test_blocks_are_found_on_every_page_that_has_them() -> None:
 
 
 def test_the_lists_of_pages_and_examples_name_files_that_exist() -> None:
-    assert BACKEND_PAGES | set(PRELUDES) <= set(pages())
+    assert BACKEND_PAGES | HTTP_PAGES | set(PRELUDES) <= set(pages())
     shipped = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("examples/*.py"))
     assert sorted(EXAMPLES) == shipped
 
