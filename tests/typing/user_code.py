@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypedDict, assert_type
 
 import attrs
+from starlette.responses import Response
+from starlette.routing import Router
 
 from pausetoken import (
     Interrupt,
@@ -27,6 +29,8 @@ from pausetoken import (
     kinds,
     make_converter,
 )
+from pausetoken.asgi import Caller, ResumeRequest, ResumeResult, problem_response, resume_router
+from pausetoken.exceptions import NotAuthenticated
 from pausetoken_langgraph import (
     LANGCHAIN_BATCHED,
     LANGCHAIN_PER_CALL,
@@ -39,6 +43,7 @@ from pausetoken_langgraph import (
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
+    from starlette.requests import Request
 
 
 @attrs.frozen
@@ -165,3 +170,24 @@ async def langchain_agent(
     decision = {"type": "approve"}
     await resume(tokens, agent, events[0].token, decision, scope=scope, expect=LANGCHAIN_PER_CALL)
     assert_type(LANGCHAIN_BATCHED, Interrupt[dict[str, Any], dict[str, Any]])
+
+
+# -- HTTP (pausetoken.asgi) ------------------------------------------------------------------
+
+
+def http_router(tokens: PauseTokens) -> None:
+    async def authenticate(request: Request) -> Caller:
+        if "authorization" not in request.headers:
+            raise NotAuthenticated
+        return Caller(Scope("acme"), principal="alice")
+
+    async def resume_run(request: ResumeRequest) -> ResumeResult:
+        assert_type(request.token, str)
+        assert_type(request.scope, Scope)
+        assert_type(request.principal, str | None)
+        done = await tokens.consume(request.token, request.answer, scope=request.scope)
+        return ResumeResult({"approved": True}, replayed=done.replayed)
+
+    router = resume_router(tokens, authenticate=authenticate, resume=resume_run)
+    assert_type(router, Router)
+    assert_type(problem_response(NotAuthenticated()), Response)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from pausetoken import Interrupt, PauseTokens, Scope
+from pausetoken import Interrupt, PauseTokens, Redemption, Scope
 from pausetoken_langgraph import ask, mint_pending, resume
 
 if TYPE_CHECKING:
@@ -71,3 +71,16 @@ async def resumed_in_langgraph(
 ) -> None:
     # The service is `service` now, not `tokens` beside the `token`.
     await resume(tokens=service, graph=graph, token="t", response={}, scope=scope)  # type: ignore[call-arg]
+
+
+async def a_resume_function_returning_the_redemption(tokens: PauseTokens) -> None:
+    from pausetoken.asgi import Caller, ResumeRequest, resume_router
+
+    async def authenticate(request: object) -> Caller:
+        return Caller(Scope("acme"))
+
+    async def resume_run(request: ResumeRequest) -> Redemption[Any, Any]:
+        return await tokens.consume(request.token, request.answer, scope=request.scope)
+
+    # The router sends a ResumeResult: a redemption is not one.
+    resume_router(tokens, authenticate=authenticate, resume=resume_run)  # type: ignore[arg-type]
