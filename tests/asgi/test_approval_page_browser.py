@@ -29,6 +29,9 @@ pytestmark = pytest.mark.slow
 CHROMIUM: Final = Path("/usr/bin/chromium")
 IMAGES: Final = ROOT / "docs" / "images"
 ON_CI: Final = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# The service's clock stands still, so that the screenshots (which show when a link expires)
+# are the same at every run.
+NOW: Final = 1_800_000_000.0
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +52,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def served() -> Iterator[tuple[str, App]]:
     def build() -> tuple[Any, App]:
-        app = make_app()
+        app = make_app(clock=lambda: NOW)
         app.loop = asyncio.get_running_loop()
         return app.router(page_title="Refund approval"), app
 
@@ -85,7 +88,9 @@ def shot(page: Page, name: str) -> None:
     # The page down to its footer: no empty viewport below a short state.
     bottom = page.evaluate("document.querySelector('.footer').getBoundingClientRect().bottom")
     clip = {"x": 0, "y": 0, "width": 820, "height": int(bottom) + 32}
-    page.screenshot(path=str(IMAGES / f"approval-{name}.png"), clip=clip, full_page=True)
+    page.screenshot(
+        path=str(IMAGES / f"approval-{name}.png"), clip=clip, full_page=True, animations="disabled"
+    )
 
 
 def open_link(page: Page, url: str, token: str, state: str) -> None:
