@@ -56,6 +56,23 @@ REFUND: Final = Interrupt("refund", payload=Refund, response=Decision)
 TOOL_APPROVAL: Final = Interrupt("tool_approval", payload=dict[str, Any], response=dict[str, Any])
 
 
+# The shape of LangChain's batched review: one interrupt for a model turn's tool calls.
+BATCHED: Final = Interrupt("batched_review", payload=dict[str, Any], response=dict[str, Any])
+
+
+def batched_review() -> dict[str, Any]:
+    return {
+        "action_requests": [
+            {"name": "send_email", "args": {"to": "customer@example.com", "subject": "Refund"}},
+            {"name": "issue_refund", "args": {"order_id": "A-1042", "amount": "42.00 EUR"}},
+        ],
+        "review_configs": [
+            {"action_name": "send_email", "allowed_decisions": ["approve", "respond"]},
+            {"action_name": "issue_refund", "allowed_decisions": ["approve", "reject"]},
+        ],
+    }
+
+
 # The shape of pausetoken.kinds.Questions, unstructured.
 QUESTIONS: Final = Interrupt("questions", payload=dict[str, Any], response=dict[str, Any])
 
@@ -159,6 +176,10 @@ class App:
                 run_id="r-1",
                 **options,
             )
+        elif kind == "batched":
+            event = await self.tokens.mint(
+                BATCHED, batched_review(), scope=scope, thread_id=thread_id, run_id="r-1", **options
+            )
         elif kind == "questions":
             event = await self.tokens.mint(
                 QUESTIONS, questions(), scope=scope, thread_id=thread_id, run_id="r-1", **options
@@ -187,6 +208,7 @@ def make_app(clock: Callable[[], float] | None = None) -> App:
     tokens.register(REFUND)
     tokens.register(TOOL_APPROVAL)
     tokens.register(QUESTIONS)
+    tokens.register(BATCHED)
     return App(tokens, checkpoints)
 
 

@@ -239,3 +239,41 @@ def test_questions_offer_their_options_and_send_the_selected_labels(
             },
         )
     ]
+
+
+def test_a_batched_review_offers_each_actions_decisions_and_sends_them_in_order(
+    page: Page, served: tuple[str, App]
+) -> None:
+    url, app = served
+    token = app.call(app.mint("batched-1", kind="batched"))
+    open_link(page, url, token, "pending")
+    assert page.locator(".action-name").all_inner_texts() == [
+        "Actionsend_email",
+        "Actionissue_refund",
+    ]
+    assert page.locator("input[name='decision-0']").evaluate_all(
+        "inputs => inputs.map(i => i.value)"
+    ) == ["approve", "respond"]
+    assert page.locator("input[name='decision-1']").evaluate_all(
+        "inputs => inputs.map(i => i.value)"
+    ) == ["approve", "reject"]
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector(".form-error .notice", timeout=15_000)
+    assert "Choose a decision for send_email" in page.locator(".form-error").inner_text()
+    page.locator("input[name='decision-0'][value='respond']").check()
+    page.get_by_role("textbox", name="Message").fill("Say sorry first.")
+    page.locator("input[name='decision-1'][value='approve']").check()
+    shot(page, "batched")
+    page.get_by_role("button", name="Send decision").click()
+    page.wait_for_selector("body[data-state='done']", timeout=15_000)
+    assert app.resumed == [
+        (
+            "batched-1",
+            {
+                "decisions": [
+                    {"type": "respond", "message": "Say sorry first."},
+                    {"type": "approve"},
+                ]
+            },
+        )
+    ]

@@ -271,6 +271,8 @@
     const submit = el("button", { type: "submit", class: "button" }, label);
     const element = el("form", { class: "answer-form", novalidate: true },
       ...controls.map((c) => c.block), error, el("div", { class: "actions" }, submit));
+    // A message about the last attempt goes as soon as the answer changes.
+    element.addEventListener("input", () => error.replaceChildren());
     element.addEventListener("submit", async (event) => {
       event.preventDefault();
       error.replaceChildren();
