@@ -14,7 +14,7 @@ from asgi_support import ACME, AUTH, GLOBEX, App, make_app
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from pausetoken import TokenStatus, exceptions
+from pausetoken import Interrupt, PauseTokens, TokenStatus, exceptions
 from pausetoken.asgi import (
     CONTENT_SECURITY_POLICY,
     CSRF_HEADER,
@@ -618,3 +618,32 @@ async def test_describe_takes_only_a_token(app: App, client: httpx.AsyncClient) 
         "/approve/describe", json={"token": token, "answer": YES}, headers=headers
     )
     assert_problem(response, 400, "request_invalid")
+
+
+async def test_describe_refuses_a_kind_the_service_does_not_register(
+    app: App, client: httpx.AsyncClient
+) -> None:
+    other = PauseTokens(
+        signer=app.tokens.signer, store=app.tokens.store, checkpoints=app.checkpoints
+    )
+    unknown = other.register(Interrupt("unregistered", payload=dict[str, Any], response=bool))
+    event = await other.mint(unknown, {"x": 1}, scope=ACME, thread_id="t-9", run_id="r")
+    headers = {CSRF_HEADER: await page_csrf(client), "Origin": BASE}
+    response = await client.post("/approve/describe", json={"token": event.token}, headers=headers)
+    assert_problem(response, 400, "unknown_interrupt")
+    # Another tenant learns nothing of the kind: the scope is checked first.
+    foreign = await other.mint(unknown, {"x": 1}, scope=GLOBEX, thread_id="t-8", run_id="r")
+    response = await client.post(
+        "/approve/describe", json={"token": foreign.token}, headers=headers
+    )
+    assert_problem(response, 403, "scope_mismatch")
+
+
+async def test_describe_after_the_run_moved_on_is_stale(
+    app: App, client: httpx.AsyncClient
+) -> None:
+    token = await app.mint("t-moved")
+    app.checkpoints.advance("t-moved")
+    headers = {CSRF_HEADER: await page_csrf(client), "Origin": BASE}
+    response = await client.post("/approve/describe", json={"token": token}, headers=headers)
+    assert_problem(response, 409, "stale_token")

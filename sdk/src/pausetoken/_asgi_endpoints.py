@@ -27,12 +27,15 @@ from pausetoken.exceptions import (
     RedemptionInProgress,
     ScopeMismatch,
     TokenRevoked,
+    UnknownInterrupt,
     UnsupportedPayload,
 )
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from pausetoken._claims import Claims
+    from pausetoken._interrupt import Interrupt
     from pausetoken._service import PauseTokens
 
 __all__ = [
@@ -231,41 +234,74 @@ class Endpoints:
             return problem_response(error)
 
 
+def _check_caller(tokens: PauseTokens, claims: Claims, caller: Caller) -> None:
+    """redeem()'s checks before its claim, in its order: namespace, scope, principal, kind."""
+    namespace = getattr(tokens.checkpoints, "namespace", None)
+    if (namespace if isinstance(namespace, str) else None) != claims.ns:
+        msg = "the token was minted for another runtime namespace (another graph)"
+        raise InvalidToken(msg, code="token_namespace_mismatch")
+    try:
+        interrupt: Interrupt[Any, Any] | None = tokens.interrupt(claims.name)
+    except UnknownInterrupt:
+        interrupt = None
+    cross_scope = interrupt is not None and interrupt.cross_scope
+    if not cross_scope and not hmac.compare_digest(claims.scope_hash, hash_scope(caller.scope)):
+        raise ScopeMismatch
+    if claims.sub is not None and not (
+        caller.principal is not None
+        # As UTF-8 bytes: compare_digest refuses non-ASCII str.
+        and hmac.compare_digest(
+            claims.sub.encode("utf-8", "surrogatepass"),
+            caller.principal.encode("utf-8", "surrogatepass"),
+        )
+    ):
+        raise PrincipalMismatch
+    if interrupt is None:
+        raise UnknownInterrupt
+
+
+async def _refuse_settled(tokens: PauseTokens, claims: Claims) -> None:
+    """Refuse a pause that is answered, revoked, or held by a live claim."""
+    record = await tokens.store.status(claims.pause_key)
+    if record is None:
+        return
+    if record.state is PauseState.REDEEMED:
+        msg = "the pause was answered already"
+        raise AlreadyRedeemed(msg)
+    if record.state is PauseState.REVOKED:
+        raise TokenRevoked
+    now = datetime.fromtimestamp(tokens.clock(), tz=UTC)
+    if record.lease_until is not None and record.lease_until > now:
+        raise RedemptionInProgress(retry_after=(record.lease_until - now).total_seconds())
+
+
 async def describe_pause(tokens: PauseTokens, token: str, caller: Caller) -> dict[str, Any]:
     """What a token asks, for the approval page: verified, read, and nothing changed.
 
     Verifies the token, checks the caller's scope and principal, refuses a pause that is
     answered, revoked or being answered, and reads the pending payload from the checkpoint
-    reader (checking that it is the one the token was minted for).
+    reader (checking that it is the one the token was minted for). The approval page's
+    ``POST /approve/describe`` answers with it.
+
+    Args:
+        tokens: The service that minted the token.
+        token: The token, as sent.
+        caller: Who asks, from the application's authentication.
+
+    Returns:
+        ``{"name": ..., "payload": ..., "expires_at": ...}``: the interrupt's name, the
+        pending payload as JSON values and the token's expiry (ISO 8601, UTC).
 
     Raises:
-        PauseTokenError: the same refusals redeeming would give before its claim.
+        PauseTokenError: the refusals redeeming gives before its claim (``InvalidToken``,
+            ``TokenExpired``, ``ScopeMismatch``, ``PrincipalMismatch``, ``UnknownInterrupt``,
+            ``StaleToken``, ``CheckpointNotFound``, ``PayloadMismatch``), and
+            ``AlreadyRedeemed``, ``TokenRevoked`` or ``RedemptionInProgress`` for a pause
+            that is settled or being answered.
     """
     claims = tokens.verify(token)
-    interrupt = tokens.interrupt(claims.name)
-    if getattr(tokens.checkpoints, "namespace", None) != claims.ns:
-        msg = "the token was minted for another runtime namespace (another graph)"
-        raise InvalidToken(msg, code="token_namespace_mismatch")
-    if not interrupt.cross_scope and not hmac.compare_digest(
-        claims.scope_hash, hash_scope(caller.scope)
-    ):
-        raise ScopeMismatch
-    if claims.sub is not None and not (
-        caller.principal is not None
-        and hmac.compare_digest(claims.sub.encode(), caller.principal.encode())
-    ):
-        raise PrincipalMismatch
-    record = await tokens.store.status(claims.pause_key)
-    if record is not None:
-        if record.state is PauseState.REDEEMED:
-            msg = "the pause was answered already"
-            raise AlreadyRedeemed(msg)
-        if record.state is PauseState.REVOKED:
-            raise TokenRevoked
-        now = datetime.fromtimestamp(tokens.clock(), tz=UTC)
-        if record.lease_until is not None and record.lease_until > now:
-            left = (record.lease_until - now).total_seconds()
-            raise RedemptionInProgress(retry_after=left)
+    _check_caller(tokens, claims, caller)
+    await _refuse_settled(tokens, claims)
     pending = await tokens.checkpoints.pending(
         thread_id=claims.thread_id,
         checkpoint_id=claims.checkpoint_id,
