@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +17,10 @@ from typing import TYPE_CHECKING
 import httpx
 import pytest
 
+from pausetoken._cli import main
 from pausetoken.asgi import CSRF_HEADER
+from pausetoken.exceptions import ConfigurationError
+from pausetoken_langgraph import _command
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -141,14 +147,100 @@ def test_keep_serving_shows_the_link_answered_until_interrupted(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--port", "70000"], "--port takes 0"),
+        (["--serve", "--port", "70000"], "--port takes 0"),
         (["--keep-serving"], "go with --serve"),
+        (["--port", "8080"], "go with --serve"),
     ],
 )
-def test_serve_options_are_checked(tmp_path: Path, arguments: list[str], message: str) -> None:
-    args = [sys.executable, "-m", "pausetoken", "demo", "--dir", str(tmp_path), *arguments]
-    if arguments[0] == "--port":
-        args.insert(4, "--serve")
-    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode != 0
-    assert message in done.stdout + done.stderr
+def test_serve_options_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], message: str
+) -> None:
+    assert main(["demo", "--dir", str(tmp_path), *arguments]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_serve_runs_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The command hands its options to serve_demo; the flow itself is tested below.
+    seen: dict[str, object] = {}
+
+    async def fake_serve(**options: object) -> bool:
+        seen.update(options)
+        return True
+
+    monkeypatch.setattr(_command, "serve_demo", fake_serve)
+    argv = ["demo", "--serve", "--port", "8123", "--keep-serving", "--dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert (seen["port"], seen["keep_serving"], seen["directory"]) == (8123, True, tmp_path)
+
+
+# -- in-process: the same flow, measured by coverage -----------------------------------------
+
+
+async def test_serve_demo_resumes_the_graph_with_a_reject(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pausetoken_langgraph._serve import serve_demo
+
+    links: asyncio.Queue[str] = asyncio.Queue()
+    output = io.StringIO()
+    demo = asyncio.create_task(
+        serve_demo(
+            directory=tmp_path,
+            console=Console(file=output, width=100),
+            on_link=links.put_nowait,
+        )
+    )
+    link = await asyncio.wait_for(links.get(), 60)
+    match = LINK.search(link)
+    assert match is not None
+    base, token = match[1], match[2]
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        page = await client.get("/approve")
+        csrf = re.search(r'name="pausetoken-csrf" content="([^"]+)"', page.text)
+        assert csrf is not None
+        headers = {CSRF_HEADER: csrf[1], "Origin": base}
+        for wrong, field in (
+            ({"type": "respond", "message": "no"}, "$.type"),
+            ({"type": "edit", "edited_action": {"name": "other", "args": {}}}, "$.edited_action"),
+            ({"type": "edit", "edited_action": {"name": "issue_refund"}}, "$.edited_action.args"),
+            ({"type": "reject", "message": 7}, "$.message"),
+        ):
+            refused = await client.post(
+                "/approve/answer", json={"token": token, "answer": wrong}, headers=headers
+            )
+            assert (refused.status_code, refused.json()["field"]) == (422, field)
+        decision = {"type": "reject", "message": "not this time"}
+        answered = await client.post(
+            "/approve/answer", json={"token": token, "answer": decision}, headers=headers
+        )
+        assert answered.json()["result"]["status"] == "rejected"
+    assert await asyncio.wait_for(demo, 60) is True
+    assert "the graph resumed and finished: 'rejected'" in output.getvalue()
+    assert token in output.getvalue()  # the link is printed for the person, and only there
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1"])  # noqa: S104 - refused, the point
+async def test_serve_demo_listens_on_loopback_only(tmp_path: Path, host: str) -> None:
+    from rich.console import Console
+
+    from pausetoken_langgraph._serve import serve_demo
+
+    with pytest.raises(ConfigurationError, match="loopback") as caught:
+        await serve_demo(directory=tmp_path, console=Console(file=io.StringIO()), host=host)
+    assert caught.value.code == "cli_usage"
+
+
+async def test_serve_demo_says_when_its_port_is_taken(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pausetoken_langgraph._serve import serve_demo
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigurationError, match=f"--port {port}") as caught:
+            await serve_demo(directory=tmp_path, console=Console(file=io.StringIO()), port=port)
+    assert caught.value.code == "cli_usage"
