@@ -203,8 +203,11 @@ async def test_serve_demo_resumes_the_graph_with_a_reject(tmp_path: Path) -> Non
         headers = {CSRF_HEADER: csrf[1], "Origin": base}
         for wrong, field in (
             ({"type": "respond", "message": "no"}, "$.type"),
-            ({"type": "edit", "edited_action": {"name": "other", "args": {}}}, "$.edited_action"),
-            ({"type": "edit", "edited_action": {"name": "issue_refund"}}, "$.edited_action.args"),
+            (
+                {"type": "edit", "edited_action": {"name": "other", "args": {}}},
+                "$.edited_action.name",
+            ),
+            ({"type": "edit", "edited_action": {"name": "issue_refund"}}, "$.edited_action"),
             ({"type": "reject", "message": 7}, "$.message"),
         ):
             refused = await client.post(

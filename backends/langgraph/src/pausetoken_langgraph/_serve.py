@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from pausetoken import Interrupt, JoseSigner, KeyRing, PauseTokens, Scope, open_store, redact_url
-from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, InvalidResponse
+from pausetoken import JoseSigner, KeyRing, PauseTokens, Scope, kinds, open_store, redact_url
+from pausetoken.exceptions import BackendNotInstalled, ConfigurationError
 from pausetoken.plugins import install_hint
 from pausetoken_langgraph._ask import ask
 from pausetoken_langgraph._demo import _open_saver, _plan_checkpointer
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["serve_demo"]
 
 _SCOPE: Final = Scope("demo")
-_DECISIONS: Final = ("approve", "edit", "reject")
+_DECISIONS: Final[tuple[kinds.DecisionType, ...]] = ("approve", "edit", "reject")
 
 
 class _State(TypedDict, total=False):
@@ -41,44 +41,16 @@ class _State(TypedDict, total=False):
     note: str
 
 
-def _check_decision(decision: dict[str, Any], payload: dict[str, Any]) -> None:
-    """The demo's rule: one decision among those offered, in LangChain's shape."""
-    kind = decision.get("type")
-    if kind not in payload["allowed_decisions"]:
-        msg = f"the decision must be one of {', '.join(payload['allowed_decisions'])}"
-        raise InvalidResponse(msg, field="$.type")
-    if kind == "edit":
-        edited = decision.get("edited_action")
-        if not isinstance(edited, dict) or edited.get("name") != payload["action"]["name"]:
-            msg = "an edit keeps the action's name and gives its arguments"
-            raise InvalidResponse(msg, field="$.edited_action")
-        if not isinstance(edited.get("args"), dict):
-            msg = "an edit gives the action's arguments as an object"
-            raise InvalidResponse(msg, field="$.edited_action.args")
-    message = decision.get("message")
-    if message is not None and not isinstance(message, str):
-        msg = "a message is text"
-        raise InvalidResponse(msg, field="$.message")
-
-
-REFUND_PAGE: Final = Interrupt(
-    "demo.refund_approval",
-    payload=dict[str, Any],
-    response=dict[str, Any],
-    validate=_check_decision,
-)
-
-
 def _build_graph(saver: BaseCheckpointSaver[Any]) -> Pregel[Any, Any, Any, Any]:
     def approve(state: _State) -> _State:
         args = {"order_id": state["order_id"], "amount": state["amount"]}
         decision = ask(
-            REFUND_PAGE,
-            {
-                "action": {"name": "issue_refund", "args": args},
-                "allowed_decisions": list(_DECISIONS),
-                "description": "The parcel arrived damaged; the customer asks for a refund.",
-            },
+            kinds.APPROVAL,
+            kinds.Approval(
+                kinds.Action("issue_refund", args),
+                allowed_decisions=_DECISIONS,
+                description="The parcel arrived damaged; the customer asks for a refund.",
+            ),
         )
         if decision["type"] == "approve":
             return {"status": "refunded"}
@@ -205,7 +177,7 @@ async def _paused(
     tokens = PauseTokens(
         signer=JoseSigner(KeyRing.generate()), store=store, checkpoints=LangGraphCheckpoints(graph)
     )
-    tokens.register(REFUND_PAGE)
+    kinds.register(tokens)
     order = f"order-{int(time.time() * 1000) % 10**6}"
     config: Any = {"configurable": {"thread_id": f"demo-serve-{order}"}}
     await graph.ainvoke({"order_id": order, "amount": "42.00 EUR"}, config)
