@@ -1,4 +1,4 @@
-"""What the HTTP tests share: a service with two kinds of pause, the router, a live server."""
+"""What the HTTP tests share: a service with its kinds of pause, the router, a live server."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pausetoken import (
     MemoryStoreWarning,
     PauseTokens,
     Scope,
+    kinds,
 )
 from pausetoken.asgi import Caller, ResumeRequest, ResumeResult, resume_router
 from pausetoken.exceptions import NotAuthenticated
@@ -73,38 +74,38 @@ def batched_review() -> dict[str, Any]:
     }
 
 
-# The shape of pausetoken.kinds.Questions, unstructured.
-QUESTIONS: Final = Interrupt("questions", payload=dict[str, Any], response=dict[str, Any])
-
-
-def questions() -> dict[str, Any]:
-    return {
-        "questions": [
-            {
-                "id": "q1",
-                "question": "Ship the order today?",
-                "header": "Shipping",
-                "options": [
-                    {"label": "Yes", "description": ""},
-                    {"label": "No", "description": "hold it until Monday"},
+def questions() -> kinds.Questions:
+    return kinds.Questions(
+        [
+            kinds.Question(
+                "Ship the order today?",
+                [kinds.Option("Yes"), kinds.Option("No", "hold it until Monday")],
+                header="Shipping",
+            ),
+            kinds.Question(
+                "Which carriers may take it?",
+                [
+                    kinds.Option("Post"),
+                    kinds.Option("Courier"),
+                    kinds.Option("Pickup", "the customer collects"),
                 ],
-                "multi_select": False,
-                "allow_other": False,
-            },
-            {
-                "id": "q2",
-                "question": "Which carriers may take it?",
-                "header": "Carriers",
-                "options": [
-                    {"label": "Post", "description": ""},
-                    {"label": "Courier", "description": ""},
-                    {"label": "Pickup", "description": "the customer collects"},
-                ],
-                "multi_select": True,
-                "allow_other": True,
-            },
+                header="Carriers",
+                multi_select=True,
+                allow_other=True,
+            ),
         ]
-    }
+    )
+
+
+def approval(order_id: str = "A-1042") -> kinds.Approval:
+    return kinds.Approval(
+        kinds.Action(
+            "issue_refund",
+            {"order_id": order_id, "amount": "42.00 EUR", "reason": "parcel arrived damaged"},
+        ),
+        allowed_decisions=("approve", "edit", "reject"),
+        description="Refund the customer for the damaged parcel.",
+    )
 
 
 def tool_call(order_id: str = "A-1042") -> dict[str, Any]:
@@ -182,7 +183,21 @@ class App:
             )
         elif kind == "questions":
             event = await self.tokens.mint(
-                QUESTIONS, questions(), scope=scope, thread_id=thread_id, run_id="r-1", **options
+                kinds.QUESTION,
+                questions(),
+                scope=scope,
+                thread_id=thread_id,
+                run_id="r-1",
+                **options,
+            )
+        elif kind == "approval":
+            event = await self.tokens.mint(
+                kinds.APPROVAL,
+                approval(),
+                scope=scope,
+                thread_id=thread_id,
+                run_id="r-1",
+                **options,
             )
         else:
             event = await self.tokens.mint(
@@ -207,7 +222,7 @@ def make_app(clock: Callable[[], float] | None = None) -> App:
     )
     tokens.register(REFUND)
     tokens.register(TOOL_APPROVAL)
-    tokens.register(QUESTIONS)
+    kinds.register(tokens)
     tokens.register(BATCHED)
     return App(tokens, checkpoints)
 

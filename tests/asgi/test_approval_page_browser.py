@@ -104,10 +104,11 @@ def test_a_person_approves_from_the_link_and_the_link_then_says_answered(
 ) -> None:
     caplog.set_level(logging.INFO)
     url, app = served
-    token = app.call(app.mint("refund-42", kind="tool_approval"))
+    token = app.call(app.mint("refund-42", kind="approval"))
 
     open_link(page, url, token, "pending")
     assert page.locator("h1").inner_text() == "Your decision is needed"
+    assert "pausetoken.approval" in page.locator(".meta").inner_text()
     assert "issue_refund" in page.locator(".action-name").inner_text()
     assert "parcel arrived damaged" in page.locator(".fields").inner_text()
     offered = page.locator(".option strong").all_inner_texts()
@@ -224,20 +225,11 @@ def test_questions_offer_their_options_and_send_the_selected_labels(
     shot(page, "questions")
     page.get_by_role("button", name="Send answer").click()
     page.wait_for_selector("body[data-state='done']", timeout=15_000)
-    assert app.resumed == [
-        (
-            "questions-1",
-            {
-                "answers": [
-                    {"question_id": "q1", "selected": ["Yes"]},
-                    {
-                        "question_id": "q2",
-                        "selected": ["Courier", "Pickup"],
-                        "other": "or a bike messenger",
-                    },
-                ]
-            },
-        )
+    [(thread, answers)] = app.resumed
+    assert thread == "questions-1"
+    assert [(a.question_id, a.selected, a.other) for a in answers.answers] == [
+        ("q1", ("Yes",), None),
+        ("q2", ("Courier", "Pickup"), "or a bike messenger"),
     ]
 
 
