@@ -152,6 +152,7 @@ def test_an_edit_sends_the_edited_arguments_and_a_reject_its_message(
     page.locator("input[value='edit']").check()
     box = page.get_by_label("Edited arguments")
     box.fill('{"order_id": "A-1042", "amount": "21.00 EUR"}')
+    box.blur()  # no focus ring or caret in the screenshot
     shot(page, "edit")
     page.get_by_role("button", name="Send decision").click()
     page.wait_for_selector("body[data-state='done']", timeout=15_000)
@@ -221,7 +222,9 @@ def test_questions_offer_their_options_and_send_the_selected_labels(
     page.locator("input[name='question-0'][value='Yes']").check()
     page.locator("input[name='question-1'][value='Courier']").check()
     page.locator("input[name='question-1'][value='Pickup']").check()
-    page.get_by_label("Other answer").fill("or a bike messenger")
+    other = page.get_by_label("Other answer")
+    other.fill("or a bike messenger")
+    other.blur()
     shot(page, "questions")
     page.get_by_role("button", name="Send answer").click()
     page.wait_for_selector("body[data-state='done']", timeout=15_000)
