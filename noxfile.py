@@ -56,6 +56,8 @@ nox.options.sessions = [
     "docs",
     "demo",
     "bench-quick",
+    "race",
+    "faults",
 ]
 
 # The pyproject's addopts deselect slow tests for the inner loop (-m "not slow"); an empty
@@ -280,6 +282,35 @@ def coverage(session: nox.Session) -> None:
         session.run("coverage", "report", "--fail-under=0", env=env)
         return
     session.run("coverage", "report", env=env)
+
+
+def _integration(session: nox.Session, *paths: str, env: dict[str, str]) -> None:
+    """Install every store and the servers' tools, then run ``paths`` (the shared servers'
+    URLs must be set under CI; elsewhere the engines without one skip)."""
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install(*nox.project.dependency_groups(PYPROJECT, "mongo-server"))
+    session.install("./sdk[testing,cli]", *(_with_all_extras(d) for d in _backend_distributions()))
+    if ON_CI:
+        env["HYPOTHESIS_PROFILE"] = "ci"
+    session.run("pytest", *EVERY_TEST, "-p", "no:cacheprovider", *paths, *session.posargs, env=env)
+
+
+@nox.session(python=NEWEST)
+def race(session: nox.Session) -> None:
+    """Exactly once at scale: 8 processes redeem the same tokens on every engine.
+
+    300 tokens per engine by default; ``PAUSETOKEN_TEST_RACE_TOKENS=5000`` is the full run
+    (``PAUSETOKEN_TEST_RACE_PROCESSES`` changes the 8). Prints bodies run, double runs and
+    lost tokens per engine; any double run or lost token fails.
+    """
+    env = {"PAUSETOKEN_TEST_RACE_TOKENS": os.environ.get("PAUSETOKEN_TEST_RACE_TOKENS", "300")}
+    _integration(session, "tests/integration/test_race.py", env=env)
+
+
+@nox.session(python=NEWEST)
+def faults(session: nox.Session) -> None:
+    """Fault tests: private servers restarted, killed, cut off, filled up, dropped under load."""
+    _integration(session, "tests/integration", "--ignore=tests/integration/test_race.py", env={})
 
 
 @nox.session(python=NEWEST)

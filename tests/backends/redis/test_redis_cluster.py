@@ -14,12 +14,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
-from redis_servers import redis_binaries, redis_cluster, wait_cluster_ok
 
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken.testing import StoreConformance, StoreFactory
 from pausetoken_redis import RedisStore
+from redis_servers import redis_binaries, redis_cluster, wait_cluster_ok
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping

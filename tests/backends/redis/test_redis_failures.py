@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from redis_servers import DURABLE, durable_server, start_server, stop
 
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken_redis import RedisStore
+from redis_servers import DURABLE, durable_server, start_server, stop
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from redis.asyncio import Redis
-from redis_servers import durable_server, free_port, start_server, stop
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken_redis import RedisStore, _store
+from redis_servers import durable_server, free_port, start_server, stop
 
 if TYPE_CHECKING:
     from pathlib import Path
