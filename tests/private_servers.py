@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import attrs
 import pytest
@@ -72,9 +72,16 @@ class PrivateServer:
     stop_signal: int = signal.SIGTERM
 
     def stop(self, *, immediate: bool = False) -> None:
-        """Stop the server (SIGKILL when ``immediate``) and reap it."""
+        """Stop the server (SIGKILL when ``immediate``) and reap it.
+
+        A server started in a session of its own (`postgresql_server()`'s, whose backends are
+        child processes) is killed with its whole process group, as a crash would.
+        """
         with contextlib.suppress(ProcessLookupError):
-            self.process.send_signal(signal.SIGKILL if immediate else self.stop_signal)
+            if immediate and os.getpgid(self.process.pid) == self.process.pid:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            else:
+                self.process.send_signal(signal.SIGKILL if immediate else self.stop_signal)
         try:
             self.process.wait(30)
         except subprocess.TimeoutExpired:
@@ -91,11 +98,13 @@ class PrivateServer:
         self.resume()
 
 
-def _as_user(user: str) -> list[str]:
-    """Run as ``user`` when we are root (PostgreSQL refuses to run as root)."""
+def _as_user(user: str) -> dict[str, Any]:
+    """Popen arguments that run a command as ``user`` when we are root (PostgreSQL refuses
+    root). The process itself changes user (no ``runuser`` in between), so that signals
+    sent to it reach the server."""
     if os.geteuid() != 0:
-        return []
-    return ["runuser", "-u", user, "--"]
+        return {}
+    return {"user": user, "group": user, "extra_groups": []}
 
 
 def _give_to(user: str, *paths: Path) -> None:
@@ -128,10 +137,11 @@ def postgresql_server() -> Iterator[PrivateServer]:
     data = directory / "data"
     user = _as_user("postgres")
     subprocess.run(
-        [*user, _tool("initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync"],
+        [_tool("initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync"],
         check=True,
         capture_output=True,
         timeout=START_S,
+        **user,
     )
     port = free_port()
 
@@ -141,7 +151,13 @@ def postgresql_server() -> Iterator[PrivateServer]:
             "-c", "fsync=off", "-c", "max_connections=60", "-c", "shared_buffers=16MB",
         ]  # fmt: skip
         log = (directory / "server.log").open("ab")
-        process = subprocess.Popen([*user, _tool("postgres"), *options], stdout=log, stderr=log)
+        process = subprocess.Popen(
+            [_tool("postgres"), *options],
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            **user,
+        )
         log.close()
         _wait_for_postgresql(port, process)
         return process
@@ -154,21 +170,9 @@ def postgresql_server() -> Iterator[PrivateServer]:
         stop_signal=signal.SIGINT,  # PostgreSQL's "fast" shutdown
     )
     try:
+        createdb = [_tool("createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres"]
         subprocess.run(
-            [
-                *user,
-                _tool("createdb"),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "test",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=START_S,
+            [*createdb, "test"], check=True, capture_output=True, timeout=START_S, **user
         )
         yield server
     finally:
