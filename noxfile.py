@@ -12,6 +12,10 @@ Without one, the session skips with the reason, except under CI (CI=true) where 
 server fails the run.
 The mongodb session uses PAUSETOKEN_TEST_MONGODB_URL when it is set, else starts
 nx-27017 itself.
+
+`race` races 8 processes for the same tokens on every engine (300 tokens each;
+PAUSETOKEN_TEST_RACE_TOKENS=5000 is the full run); `faults` restarts, cuts off, fills up and
+drops private servers it starts under load (docs/operations.md, "What the fault tests prove").
 """
 
 from __future__ import annotations

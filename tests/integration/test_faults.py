@@ -6,7 +6,7 @@ port with its data in a temporary directory, and stops it at the end; the machin
 servers are never touched. Redemptions go through the whole service (`PauseTokens.redeem`);
 the bodies' own file (`redeemers`) counts the bodies that ran.
 
-- **Restart** (fast, and SIGKILL) while 4 processes redeem: callers see only
+- **Restarts** (a fast one, then a SIGKILL) while 4 processes redeem: callers see only
   `StoreUnavailable` (or `CommitUnconfirmed`), no body runs twice, every token is redeemed
   once in the end, and redemptions resume within seconds of the server's return.
 - **Partition** (`BlackHole` stops forwarding, connections stay open): every call fails with
@@ -202,30 +202,29 @@ def assert_exactly_once(plan: Plan) -> None:
 # -- restart ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("immediate", [False, True], ids=["fast", "sigkill"])
 @pytest.mark.parametrize("engine", SERVERS)
-def test_a_restart_under_load_loses_nothing_and_runs_nothing_twice(
-    engine: str, immediate: bool, tmp_path: Path
+def test_restarts_under_load_lose_nothing_and_run_nothing_twice(
+    engine: str, tmp_path: Path
 ) -> None:
+    """A fast restart, then a SIGKILL and a restart, under one continuous load."""
     with private(engine, tmp_path / "server") as server:
         plan = plan_for(server.url, options_of(engine), tmp_path)
+        recovered_in = []
         with crowd(plan, WORKERS) as workers:
             started(plan, WORKERS)
-            while bodies_so_far(plan) < 20:
-                time.sleep(0.02)
-            server.stop(immediate=immediate)
-            # Down for longer than one store call may take, so callers meet it gone, but
-            # shorter than a lease: running redemptions keep their claims and commit after.
-            time.sleep(STORE_TIMEOUT + 0.5)
-            before = bodies_so_far(plan)
-            server.resume()
-            recovered_in = wait_for_more_bodies(plan, before, seconds=15)
+            for immediate, load in ((False, 20), (True, 60)):
+                while bodies_so_far(plan) < load:
+                    time.sleep(0.02)
+                server.stop(immediate=immediate)
+                # Down for longer than one store call may take, so callers meet it gone,
+                # but shorter than a lease: running redemptions keep their claims.
+                time.sleep(STORE_TIMEOUT + 0.5)
+                before = bodies_so_far(plan)
+                server.resume()
+                recovered_in.append(wait_for_more_bodies(plan, before, seconds=15))
             finish(workers, plan)
         assert_exactly_once(plan)
-        errors = tally(plan).errors
-    assert recovered_in < 15
-    # The fault was seen: some callers got StoreUnavailable (or CommitUnconfirmed).
-    assert any(k.startswith(("StoreUnavailable", "CommitUnconfirmed")) for k in errors), errors
+    assert max(recovered_in) < 15, recovered_in
 
 
 # -- partition --------------------------------------------------------------------------
@@ -326,7 +325,7 @@ async def test_a_full_disk_gives_typed_errors_and_recovers_without_a_restart(
             minted = [await mint(tokens, n) for n in range(400)]
             await tokens.consume(minted[0], response=True, scope=SCOPE)
             filler = disk / "filler"
-            with filler.open("wb") as out, contextlib.suppress(OSError):
+            with contextlib.suppress(OSError), filler.open("wb") as out:
                 while True:
                     out.write(b"\0" * 4096)
                     out.flush()
@@ -414,15 +413,19 @@ async def drop(engine: str, url: str) -> None:
 
 
 async def table_exists(engine: str, url: str) -> bool:
+    """Whether the store's table is there again (for MongoDB: prepared again, or holding
+    documents; any insert creates a collection, and the store's guard index is what refuses)."""
     if engine == "mongodb":
         from pymongo import AsyncMongoClient
 
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(url)
         try:
-            names = await client.get_default_database().list_collection_names()
+            collection = client.get_default_database()["tokens"]
+            documents = await collection.count_documents({})
+            indexes = await collection.index_information()
         finally:
             await client.close()
-        return "tokens" in names
+        return documents > 0 or any("pausetoken_guard" in name for name in indexes)
     from sqlalchemy import inspect
     from sqlalchemy.ext.asyncio import create_async_engine
 

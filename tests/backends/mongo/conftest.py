@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -26,21 +22,10 @@ from pymongo.errors import PyMongoError
 
 import servers
 from pausetoken_mongo import MongoStore
+from private_servers import free_port, nx_27017_command
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def nx_27017() -> str | None:
-    """The nx-27017 command: beside this interpreter (a nox session), else on PATH."""
-    beside = Path(sys.executable).parent / "nx-27017"
-    return str(beside) if beside.exists() else shutil.which("nx-27017")
 
 
 def _wait_until_up(url: str, server: subprocess.Popen[bytes], seconds: float) -> None:
@@ -68,7 +53,7 @@ def mongodb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if configured:
         yield configured
         return
-    command = nx_27017()
+    command = nx_27017_command()
     if command is None:
         reason = (
             f"{servers.PREFIX}MONGODB_URL is not set and nx-27017 is not installed "
@@ -78,7 +63,7 @@ def mongodb_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             pytest.fail(reason)
         pytest.skip(reason)
     where = tmp_path_factory.mktemp("nx-27017")
-    port = _free_port()
+    port = free_port()
     args = [command, "--db", "memory", "--host", "127.0.0.1", "-p", str(port)]
     args += ["--log-file", str(where / "server.log"), "--pid-file", str(where / "server.pid")]
     with (where / "stdout.log").open("wb") as output:
