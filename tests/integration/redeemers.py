@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     from pausetoken import PauseTokens
 
 #: Errors after which a worker tries the pause again later.
-RETRIED = frozenset({"StoreUnavailable", "RedemptionInProgress", "CommitUnconfirmed"})
-#: Errors a fault may show callers (besides these, any error is a finding).
-EXPECTED = RETRIED
+RETRIED = frozenset({"StoreUnavailable", "RedemptionInProgress"})
+#: Errors a fault may show callers (besides these, any error is a finding). After
+#: `CommitUnconfirmed` the body ran: the worker does not answer that pause again (as
+#: docs/operations.md asks), and records it in `unconfirmed_file()`.
+EXPECTED = RETRIED | {"CommitUnconfirmed"}
 
 
 @attrs.frozen
@@ -90,10 +92,19 @@ class Tally:
         """Bodies that ran, all pauses together."""
         return sum(self.runs.values())
 
+    unconfirmed: frozenset[int] = frozenset()
+
     @property
     def double_runs(self) -> list[int]:
-        """Pauses whose body ran more than once."""
-        return sorted(n for n, count in self.runs.items() if count > 1)
+        """Pauses whose body ran more than once without a caller being told it may have."""
+        return sorted(
+            n for n, count in self.runs.items() if count > 1 and n not in self.unconfirmed
+        )
+
+    @property
+    def announced_double_runs(self) -> list[int]:
+        """Pauses that ran again after a caller got `CommitUnconfirmed` ("may have resumed")."""
+        return sorted(n for n, count in self.runs.items() if count > 1 and n in self.unconfirmed)
 
     @property
     def lost(self) -> list[int]:
@@ -109,7 +120,8 @@ class Tally:
         return (
             f"{engine}: {processes} processes x {self.pauses} tokens: "
             f"bodies run {self.bodies_run}, double runs {len(self.double_runs)}, "
-            f"lost tokens {len(self.lost)}, errors {dict(self.errors) or 'none'}"
+            f"lost tokens {len(self.lost)}, runs again after CommitUnconfirmed "
+            f"{len(self.announced_double_runs)}, errors {dict(self.errors) or 'none'}"
         )
 
 
@@ -174,7 +186,18 @@ def tally(plan: Plan) -> Tally:
         data = json.loads(report.read_text())
         errors.update(data["errors"])
         unfinished += data["unfinished"]
-    return Tally(plan.pauses, runs, errors, unfinished)
+    unconfirmed_path = unconfirmed_file(plan)
+    unconfirmed = (
+        frozenset(int(n) for n in unconfirmed_path.read_text().split())
+        if unconfirmed_path.exists()
+        else frozenset()
+    )
+    return Tally(plan.pauses, runs, errors, unfinished, unconfirmed)
+
+
+def unconfirmed_file(plan: Plan) -> Path:
+    """The pauses whose redemption ended in `CommitUnconfirmed`, one number a line."""
+    return Path(plan.bodies + ".unconfirmed")
 
 
 def _worker(plan: Plan, barrier: Barrier, index: int) -> None:
@@ -208,20 +231,7 @@ async def _redeem_all(
     )
     tokens.register(Interrupt("approve", payload=dict[str, int], response=bool))
     scope = Scope("race")
-    minted = [
-        (
-            await tokens.mint(
-                "approve",
-                {"n": n},
-                scope=scope,
-                thread_id=f"thread-{n}",
-                run_id="run",
-                interrupt_id="interrupt",
-                checkpoint_id="checkpoint",
-            )
-        ).token
-        for n in range(plan.pauses)
-    ]
+    minted = [await _mint(tokens, n, scope, plan.deadline) for n in range(plan.pauses)]
     await asyncio.to_thread(barrier.wait, max(1.0, plan.deadline - time.time()))
     (Path(plan.reports) / f"{index}.started").touch()
     todo = list(range(plan.pauses))
@@ -248,6 +258,29 @@ async def _redeem_all(
     return len(todo)
 
 
+async def _mint(tokens: PauseTokens, n: int, scope: Any, deadline: float) -> str:
+    """Mint this worker's token for pause ``n``, retrying while the store is slow to answer."""
+    from pausetoken.exceptions import StoreUnavailable
+
+    while True:
+        try:
+            event = await tokens.mint(
+                "approve",
+                {"n": n},
+                scope=scope,
+                thread_id=f"thread-{n}",
+                run_id="run",
+                interrupt_id="interrupt",
+                checkpoint_id="checkpoint",
+            )
+        except StoreUnavailable:
+            if time.time() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+        else:
+            return event.token
+
+
 async def _redeem_one(  # noqa: PLR0917 - one redemption's context
     tokens: PauseTokens,
     token: str,
@@ -270,6 +303,9 @@ async def _redeem_one(  # noqa: PLR0917 - one redemption's context
                 os.write(bodies, f"{n}\n".encode())
     except PauseTokenError as exc:
         errors[f"{type(exc).__name__}:{exc.code}"] += 1
+        if type(exc).__name__ == "CommitUnconfirmed":
+            with unconfirmed_file(plan).open("a") as out:
+                out.write(f"{n}\n")
         # Any other error is a finding: recorded, and the pause left (the tally shows it).
         return type(exc).__name__ not in RETRIED
     return True

@@ -4,7 +4,9 @@ Every test starts its own server (`private_servers`: PostgreSQL, MariaDB, Redis 
 ``appendonly yes`` and ``appendfsync always``, nx-27017 on a SQLite file) on a free loopback
 port with its data in a temporary directory, and stops it at the end; the machine's shared
 servers are never touched. Redemptions go through the whole service (`PauseTokens.redeem`);
-the bodies' own file (`redeemers`) counts the bodies that ran.
+the bodies' own file (`redeemers`) counts the bodies that ran. A body run again after its
+caller was told `CommitUnconfirmed` ("the run may have resumed"; the worker then leaves that
+pause, as docs/operations.md asks) is counted apart and printed; any other second run fails.
 
 - **Restarts** (a fast one, then a SIGKILL) while 4 processes redeem: callers see only
   `StoreUnavailable` (or `CommitUnconfirmed`), no body runs twice, every token is redeemed
@@ -208,7 +210,10 @@ def test_restarts_under_load_lose_nothing_and_run_nothing_twice(
 ) -> None:
     """A fast restart, then a SIGKILL and a restart, under one continuous load."""
     with private(engine, tmp_path / "server") as server:
-        plan = plan_for(server.url, options_of(engine), tmp_path)
+        # nx-27017 (one Python process on SQLite) serves fewer redemptions a second.
+        pauses = 100 if engine == "mongodb" else 200
+        # A lease well beyond the outage: commits retried after it land while it holds.
+        plan = plan_for(server.url, options_of(engine), tmp_path, pauses=pauses, lease_s=12.0)
         recovered_in = []
         with crowd(plan, WORKERS) as workers:
             started(plan, WORKERS)
@@ -377,7 +382,7 @@ async def test_a_clock_ahead_beyond_the_allowance_takes_no_live_claim(
             bodies = 0
             async with honest.redeem(token, response=True, scope=SCOPE):
                 bodies += 1
-                end = time.monotonic() + LEASE_S * 2.5  # renewed meanwhile
+                end = time.monotonic() + LEASE_S * 1.5  # renewed meanwhile
                 while time.monotonic() < end:
                     with pytest.raises(RedemptionInProgress):
                         async with ahead.redeem(other, response=True, scope=SCOPE):
