@@ -4,7 +4,8 @@
 (`nox -s "tests(backend='sqlite')"`), `compat` on the other installed Pythons of 3.11-3.13;
 `doctests` runs the docstring examples; `coverage` combines the branch coverage `tests` and
 `doctests` measured and fails under the threshold in pyproject.toml; `nox -l` lists them all.
-Every session runs the tests marked slow, which a plain `pytest` deselects.
+Every session but `compat` runs the tests marked slow, which a plain `pytest` deselects
+(`compat` checks the other Pythons; the slow tests' behaviour does not depend on them).
 
 Database backends read their server URLs from the environment
 (PAUSETOKEN_TEST_POSTGRESQL_URL, PAUSETOKEN_TEST_MYSQL_URL, PAUSETOKEN_TEST_REDIS_URL).
@@ -146,9 +147,6 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
 
 # On the other Pythons, the http session leaves out its slow tests (Chromium, the fuzzer and
 # the demo's server, each a minute or so): the newest Python runs them.
-COMPAT_MARKERS = {"http": "not slow"}
-
-
 # Sessions sharing test paths split them by marker (slow tests still run: -m replaces addopts).
 MARKERS = {"redis": "not redis_cluster", "redis-cluster": "redis_cluster"}
 
@@ -232,13 +230,15 @@ def _run_tests(session: nox.Session, backend: str, *, measure: bool) -> None:
     if ON_CI:
         env["HYPOTHESIS_PROFILE"] = "ci"
     if backend != "memory":
-        select = ("-m", MARKERS[backend]) if backend in MARKERS else EVERY_TEST
-        if not measure and backend in COMPAT_MARKERS:  # compat: the other Pythons
-            select = ("-m", COMPAT_MARKERS[backend])
+        marker = MARKERS.get(backend)
+        if not measure:  # compat, on the other Pythons: slow tests run on the newest only
+            marker = f"({marker}) and not slow" if marker else "not slow"
+        select = ("-m", marker) if marker else EVERY_TEST
         _pytest(session, *select, *_existing(paths), *session.posargs, env=env, measure=measure)
         return
     # An explicit -m replaces the pyproject's "not slow": slow tests run here too.
-    first = ["-m", "not rival_plugin", *_existing(paths), *session.posargs]
+    first_marker = "not rival_plugin" if measure else "not rival_plugin and not slow"
+    first = ["-m", first_marker, *_existing(paths), *session.posargs]
     _pytest(session, *first, env=env, measure=measure)
     # A second distribution claiming the same store name must make selection fail loudly.
     session.install("./tests/plugins/pausetoken-inhouse-rival")
