@@ -58,6 +58,8 @@ _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STATES: Final = {"c": PauseState.CLAIMED, "r": PauseState.REDEEMED, "x": PauseState.REVOKED}
 _OPTIONS: Final = frozenset({"key_prefix", "max_connections", "timeout", "cluster"})
+#: The claim script's answer for the common case, built once (`ClaimResult` is frozen).
+_CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
 
 
 def _micros(moment: datetime) -> int:
@@ -259,9 +261,9 @@ class RedisStore:
             str(_micros(request.lease_until)),
             str(_micros(request.now)),
         )
+        if reply == 1:  # the script's integer for "claimed"
+            return _CLAIMED
         outcome = decode(reply[0])
-        if outcome == "claimed":
-            return ClaimResult(ClaimOutcome.CLAIMED)
         if outcome == "in_progress":
             return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=_moment(reply[1]))
         if outcome == "revoked":
