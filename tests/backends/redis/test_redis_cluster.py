@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
@@ -154,3 +155,43 @@ async def test_a_redis_url_with_the_cluster_option_opens_a_cluster_client(
             assert (await store.claim(_request(key, now))).outcome is ClaimOutcome.CLAIMED
         for key in keys:
             assert await store.release(key, "another-lease") is False
+
+
+async def _claim_all_at_once(store: RedisStore, count: int) -> list[ClaimOutcome]:
+    now = datetime.now(UTC)
+    requests = [_request(secrets.token_hex(8), now) for _ in range(count)]
+    results = await asyncio.gather(*(store.claim(request) for request in requests))
+    return [result.outcome for result in results]
+
+
+async def test_300_concurrent_claims_on_one_cluster_store_all_succeed(cluster_url: str) -> None:
+    # redis-py's asyncio cluster client fails at once (MaxConnectionsError) when a node's
+    # connections are all busy; 300 claims over three masters are ~100 per node, more than
+    # the default pool of each node holds.
+    async with RedisStore.from_url(cluster_url, key_prefix="pt-test-many:") as store:
+        await store.check()
+        outcomes = await _claim_all_at_once(store, 300)
+    assert outcomes == [ClaimOutcome.CLAIMED] * 300
+
+
+async def test_claims_beyond_max_connections_wait_for_a_connection(cluster_url: str) -> None:
+    async with RedisStore.from_url(
+        cluster_url, key_prefix="pt-test-few:", max_connections=2
+    ) as store:
+        outcomes = await _claim_all_at_once(store, 250)
+    assert outcomes == [ClaimOutcome.CLAIMED] * 250
+
+
+async def test_a_handed_cluster_client_is_bounded_by_its_own_max_connections(
+    cluster_ports: list[int],
+) -> None:
+    nodes = [ClusterNode("127.0.0.1", port) for port in cluster_ports[:3]]
+    client = RedisCluster(startup_nodes=nodes, max_connections=3)
+    try:
+        store = RedisStore(client, key_prefix="pt-test-handed:")
+        outcomes = await _claim_all_at_once(store, 200)
+        await store.aclose()
+        assert outcomes == [ClaimOutcome.CLAIMED] * 200
+        assert await client.ping()  # never closed by the store
+    finally:
+        await client.aclose()
