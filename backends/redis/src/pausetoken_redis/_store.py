@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -75,6 +76,25 @@ def _expiry_args(moment: datetime) -> tuple[str, str]:
 def _moment(value: bytes | str | None) -> datetime | None:
     text = decode(value)
     return None if text is None else _EPOCH + int(text) * _MICROSECOND
+
+
+def _cluster_bound(client: Client) -> asyncio.Semaphore | None:
+    """For a cluster client, a semaphore of its per-node pool size; else ``None``.
+
+    redis-py's asyncio ``RedisCluster`` has no blocking pool: a node whose
+    ``max_connections`` connections are all busy raises ``MaxConnectionsError`` at once.
+    One store operation holds at most one connection per node at any moment (a script on
+    the node of its slot; ``SCRIPT LOAD`` and ``CONFIG GET`` on several nodes in parallel,
+    one connection each), so letting at most ``max_connections`` operations run at once
+    keeps every node within its pool: the others wait here, within the operation's
+    timeout, as a blocking pool would make them wait.
+    """
+    if not isinstance(client, RedisCluster):
+        return None  # a standalone client opened by the store has a blocking pool
+    size = client.get_connection_kwargs().get("max_connections")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        return None
+    return asyncio.Semaphore(size)
 
 
 class _Script:
@@ -154,6 +174,7 @@ class RedisStore:
         self._url = url
         self._owns_client = owns_client
         self._closed = False
+        self._in_flight = _cluster_bound(client)
         #: What `check()` found worth a warning (persistence off, for example).
         self.warnings: tuple[str, ...] = ()
 
@@ -235,7 +256,10 @@ class RedisStore:
             raise StoreUnavailable(msg)
         try:
             async with asyncio.timeout(self._timeout):
-                return await _RUN[script](self._client, self.key(pause_key), *args)
+                if self._in_flight is None:
+                    return await _RUN[script](self._client, self.key(pause_key), *args)
+                async with self._in_flight:
+                    return await _RUN[script](self._client, self.key(pause_key), *args)
         except TRANSIENT as exc:
             raise unavailable(exc, self._url, what) from exc
         except (TypeError, RuntimeError) as exc:
@@ -335,7 +359,7 @@ class RedisStore:
             msg = "the Redis store was closed"
             raise StoreUnavailable(msg)
         try:
-            async with asyncio.timeout(self._timeout):
+            async with asyncio.timeout(self._timeout), self._bounded():
                 await self._client.ping()
                 for script in _RUN.values():
                     await self._client.script_load(script.source)
@@ -348,6 +372,10 @@ class RedisStore:
             raise unavailable(exc, self._url, "be reached") from exc
         for warning in self.warnings:
             logger.warning("persistence: %s", warning)
+
+    def _bounded(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """Hold one of the cluster's in-flight places (nothing to hold when standalone)."""
+        return self._in_flight if self._in_flight is not None else contextlib.nullcontext()
 
     async def _persistence_warnings(self) -> tuple[str, ...]:
         try:
