@@ -203,3 +203,56 @@ async def test_a_transport_failing_under_a_write_is_store_unavailable(
     with pytest.raises(TypeError):
         await store.status("k1")
     await store.aclose()
+
+
+def test_store_options_in_the_url_query_are_taken_like_keywords() -> None:
+    store = RedisStore.from_url(
+        "redis://127.0.0.1:6379/0?key_prefix=app%3Aq%3A&max_connections=7&timeout=2.5"
+    )
+    assert store.key("k") == "app:q:{k}"
+    assert store.client.connection_pool.max_connections == 7
+    assert store._timeout == 2.5  # no public reading of it
+    assert "key_prefix" not in repr(store)
+
+
+def test_a_keyword_wins_over_the_url_query() -> None:
+    store = RedisStore.from_url("redis://127.0.0.1:6379/0?key_prefix=q:", key_prefix="kw:")
+    assert store.key("k") == "kw:{k}"
+
+
+def test_redis_py_options_in_the_query_still_reach_redis_py() -> None:
+    store = RedisStore.from_url("redis://127.0.0.1:6379/0?health_check_interval=7&key_prefix=a:")
+    assert store.client.connection_pool.connection_kwargs["health_check_interval"] == 7
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["pool_size=5", "key_prefix=a:&bogus=1", "socket_timout=3"],
+)
+def test_an_unknown_option_in_the_url_query_is_refused(query: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        RedisStore.from_url(f"redis://app:s3cret@127.0.0.1:6379/0?{query}")
+    assert caught.value.code == "settings_unknown"
+    assert "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("query", "option"),
+    [
+        ("max_connections=many", "max_connections"),
+        ("timeout=soon", "timeout"),
+        ("timeout=0", "timeout"),
+        ("cluster=maybe", "cluster"),
+        ("key_prefix=a{b}", "key_prefix"),
+    ],
+)
+def test_a_bad_option_value_in_the_url_query_is_refused(query: str, option: str) -> None:
+    with pytest.raises(ConfigurationError, match=option):
+        RedisStore.from_url(f"redis://127.0.0.1:6379/0?{query}")
+
+
+def test_a_cluster_url_takes_store_options_in_its_query_and_nothing_else() -> None:
+    store = RedisStore.from_url("redis+cluster://127.0.0.1:7000,127.0.0.1:7001/?key_prefix=c:")
+    assert store.key("k") == "c:{k}"
+    with pytest.raises(ConfigurationError, match="socket_timeout"):
+        RedisStore.from_url("redis+cluster://127.0.0.1:7000/?socket_timeout=3")

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.connection import (
+    URL_QUERY_ARGUMENT_PARSERS,
+    AbstractConnection,
+    Connection,
+    SSLConnection,
+    UnixDomainSocketConnection,
+)
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import redact_url
 
-__all__ = ["CLUSTER_SCHEMES", "Client", "open_client", "unavailable"]
+__all__ = ["CLUSTER_SCHEMES", "Client", "open_client", "split_query", "unavailable"]
 
 #: A standalone client or a cluster client: both run the store's scripts.
 Client = Redis | RedisCluster
@@ -34,6 +42,56 @@ def scheme_of(url: str) -> str:
         )
         raise ConfigurationError(msg)
     return scheme
+
+
+def _driver_names(scheme: str) -> frozenset[str]:
+    """The query parameters redis-py takes for ``scheme`` (its parsers, its connection's)."""
+    classes: dict[str, type[AbstractConnection]] = {
+        "redis": Connection,
+        "rediss": SSLConnection,
+        "unix": UnixDomainSocketConnection,
+    }
+    names = set(URL_QUERY_ARGUMENT_PARSERS)
+    for kind in (AbstractConnection, classes[scheme]):
+        names.update(inspect.signature(kind.__init__).parameters)
+    return frozenset(names - {"self", "kwargs"})
+
+
+def split_query(url: str, store_options: frozenset[str]) -> tuple[str, dict[str, str]]:
+    """The URL without the store's own query parameters, and those parameters (as text).
+
+    The other parameters are kept byte for byte for redis-py, which parses them; a name
+    that is neither the store's nor one redis-py takes for the URL's scheme is refused
+    (redis-py would only fail on it at the first connection). A cluster URL's query
+    takes the store's options only.
+
+    Raises:
+        ConfigurationError: for an unknown or a repeated parameter.
+    """
+    head, mark, query = url.partition("?")
+    if not mark:
+        return url, {}
+    scheme = scheme_of(url)
+    driver = frozenset() if scheme in CLUSTER_SCHEMES else _driver_names(scheme)
+    kept: list[str] = []
+    found: dict[str, str] = {}
+    for part in filter(None, query.split("&")):
+        name = unquote(part.partition("=")[0])
+        if name in store_options:
+            if name in found:
+                msg = f"the option {name!r} is given twice in {redact_url(url)!r}"
+                raise ConfigurationError(msg, code="settings_conflict")
+            found[name] = dict(parse_qsl(part, keep_blank_values=True))[name]
+        elif name in driver:
+            kept.append(part)
+        else:
+            msg = (
+                f"unknown RedisStore option {name!r} in the query of {redact_url(url)!r}; "
+                f"the store takes {', '.join(sorted(store_options))}"
+                + ("" if scheme in CLUSTER_SCHEMES else " and redis-py's connection options")
+            )
+            raise ConfigurationError(msg, code="settings_unknown")
+    return (f"{head}?{'&'.join(kept)}" if kept else head), found
 
 
 def open_client(url: str, *, cluster: bool, max_connections: int, timeout: float) -> Client:

@@ -33,7 +33,8 @@ end
 #: Returns ``1`` when claimed (an integer: the common reply, the cheapest to send and parse),
 #: else ``{"in_progress", lease_until}``, ``{"revoked"}`` or ``{"redeemed", response_hash}``
 #: (the caller compares hashes in constant time).
-CLAIM: Final = """
+CLAIM: Final = (
+    """
 local k = KEYS[1]
 if redis.call('EXISTS', k) == 0 then
   -- The common case, a new row: one write and its expiry (EXISTS is cheaper than HMGET).
@@ -42,7 +43,9 @@ if redis.call('EXISTS', k) == 0 then
   redis.call('PEXPIREAT', k, ARGV[5])
   return 1
 end
-""" + _RAISE + """
+"""
+    + _RAISE
+    + """
 local row = redis.call('HMGET', k, 's', 'lu', 'e', 'rh')
 local s = row[1]
 if (not s) or (s == 'c' and tonumber(row[2]) <= tonumber(ARGV[8])) then
@@ -56,6 +59,7 @@ if s == 'c' then return {'in_progress', row[2]} end
 if s == 'x' then return {'revoked'} end
 return {'redeemed', row[4]}
 """
+)
 
 #: ARGV: lease id, lease end us. Returns 1 if the lease holds the claim, else 0.
 RENEW: Final = """

@@ -30,6 +30,7 @@ from pausetoken_redis._clients import (
     is_permission_error,
     open_client,
     scheme_of,
+    split_query,
     transport_failure,
     unavailable,
 )
@@ -61,6 +62,24 @@ _STATES: Final = {"c": PauseState.CLAIMED, "r": PauseState.REDEEMED, "x": PauseS
 _OPTIONS: Final = frozenset({"key_prefix", "max_connections", "timeout", "cluster"})
 #: The claim script's answer for the common case, built once (`ClaimResult` is frozen).
 _CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
+
+
+def _from_text(name: str, text: str) -> object:
+    """A store option given in the URL query, read as the type its keyword takes."""
+    if name == "key_prefix":
+        return text
+    if name == "cluster":
+        flags = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+        if text.lower() in flags:
+            return flags[text.lower()]
+        msg = f"cluster must be true or false (got {text!r})"
+        raise ConfigurationError(msg, code="settings_invalid")
+    try:
+        return int(text) if name == "max_connections" else float(text)
+    except ValueError:
+        kind = "an integer" if name == "max_connections" else "a number of seconds"
+        msg = f"{name} must be {kind} (got {text!r})"
+        raise ConfigurationError(msg, code="settings_invalid") from None
 
 
 def _micros(moment: datetime) -> int:
@@ -189,7 +208,10 @@ class RedisStore:
             **options: ``key_prefix`` (default `DEFAULT_KEY_PREFIX`), ``max_connections``
                 (the blocking pool's size, default `DEFAULT_MAX_CONNECTIONS`; per node on a
                 cluster), ``timeout`` (seconds per operation, default `DEFAULT_TIMEOUT`),
-                ``cluster`` (``True`` opens a ``redis://`` URL with ``RedisCluster``).
+                ``cluster`` (``True`` opens a ``redis://`` URL with ``RedisCluster``). The
+                same options may be given in the URL's query
+                (``redis://host/0?key_prefix=app:&max_connections=32``); a keyword wins over
+                the query. Other query parameters go to redis-py if it takes them.
 
         Returns:
             A store owning its client (`aclose()` closes it).
@@ -197,13 +219,17 @@ class RedisStore:
         Raises:
             ConfigurationError: for an unknown option, a bad value or an unusable URL.
         """
+        scheme_of(url)
+        url, from_query = split_query(url, _OPTIONS)
         unknown = sorted(set(options) - _OPTIONS)
         if unknown:
             msg = (
                 f"unknown RedisStore option(s) {', '.join(map(repr, unknown))} for "
                 f"{redact_url(url)!r}; known: {', '.join(sorted(_OPTIONS))}"
             )
-            raise ConfigurationError(msg)
+            raise ConfigurationError(msg, code="settings_unknown")
+        # Keywords win over the query; the query's text is read as the keyword's type.
+        options = {**{k: _from_text(k, v) for k, v in from_query.items()}, **options}
         max_connections = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
         if isinstance(max_connections, bool) or not isinstance(max_connections, int):
             msg = f"max_connections must be an integer (got {max_connections!r})"
@@ -223,7 +249,6 @@ class RedisStore:
         if not isinstance(cluster, bool):
             msg = f"cluster must be True or False (got {cluster!r})"
             raise ConfigurationError(msg)
-        scheme_of(url)
         if "{" in key_prefix or "}" in key_prefix:
             msg = f"key_prefix must not contain braces (they make the hash tag): {key_prefix!r}"
             raise ConfigurationError(msg)
