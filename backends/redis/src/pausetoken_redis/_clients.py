@@ -99,7 +99,8 @@ def open_client(url: str, *, cluster: bool, max_connections: int, timeout: float
 
     A standalone client waits up to ``timeout`` for a free connection instead of failing
     at once (the default pool raises when it runs out, which 200 concurrent claims do).
-    A cluster client keeps up to ``max_connections`` per node.
+    A cluster client keeps up to ``max_connections`` per node and fails at once beyond them;
+    the store bounds its operations in flight to the same number (see ``_cluster_bound``).
     """
     scheme = scheme_of(url)
     try:

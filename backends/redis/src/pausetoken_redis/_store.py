@@ -51,7 +51,8 @@ logger = logging.getLogger("pausetoken.redis")
 
 #: What every key of the store starts with (``key_prefix`` option).
 DEFAULT_KEY_PREFIX: Final = "pausetoken:"
-#: Connections in the blocking pool (per node on Redis Cluster; ``max_connections``).
+#: Connections in the blocking pool; on Redis Cluster, each node's connections and the
+#: store's operations in flight (``max_connections``).
 DEFAULT_MAX_CONNECTIONS: Final = 64
 #: Seconds one operation may take, waiting for a connection and connecting included.
 DEFAULT_TIMEOUT: Final = 5.0
@@ -206,8 +207,9 @@ class RedisStore:
                 ``unix:///path/redis.sock?db=0``, or ``redis+cluster://host:port,host:port/``
                 (``rediss+cluster://`` with TLS) for Redis Cluster.
             **options: ``key_prefix`` (default `DEFAULT_KEY_PREFIX`), ``max_connections``
-                (the blocking pool's size, default `DEFAULT_MAX_CONNECTIONS`; per node on a
-                cluster), ``timeout`` (seconds per operation, default `DEFAULT_TIMEOUT`),
+                (the blocking pool's size, default `DEFAULT_MAX_CONNECTIONS`; on a cluster,
+                each node's pool and the operations let run at once), ``timeout`` (seconds
+                per operation, default `DEFAULT_TIMEOUT`),
                 ``cluster`` (``True`` opens a ``redis://`` URL with ``RedisCluster``). The
                 same options may be given in the URL's query
                 (``redis://host/0?key_prefix=app:&max_connections=32``); a keyword wins over
