@@ -10,7 +10,14 @@ from pausetoken_redis._store import (
     DEFAULT_KEY_PREFIX,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_TIMEOUT,
+    DEFAULT_WAIT_TIMEOUT,
     RedisStore,
 )
 
-__all__ = ["DEFAULT_KEY_PREFIX", "DEFAULT_MAX_CONNECTIONS", "DEFAULT_TIMEOUT", "RedisStore"]
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_WAIT_TIMEOUT",
+    "RedisStore",
+]

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
 
 from redis import exceptions as redis_errors
+from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_KEY_PREFIX",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_TIMEOUT",
+    "DEFAULT_WAIT_TIMEOUT",
     "RedisStore",
 ]
 
@@ -60,7 +62,11 @@ DEFAULT_TIMEOUT: Final = 5.0
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STATES: Final = {"c": PauseState.CLAIMED, "r": PauseState.REDEEMED, "x": PauseState.REVOKED}
-_OPTIONS: Final = frozenset({"key_prefix", "max_connections", "timeout", "cluster"})
+_OPTIONS: Final = frozenset(
+    {"key_prefix", "max_connections", "timeout", "cluster", "wait_replicas", "wait_timeout"}
+)
+#: Seconds ``WAIT`` waits for the replicas' acknowledgements (``wait_timeout``).
+DEFAULT_WAIT_TIMEOUT: Final = 1.0
 #: The claim script's answer for the common case, built once (`ClaimResult` is frozen).
 _CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
 
@@ -69,6 +75,12 @@ def _from_text(name: str, text: str) -> object:
     """A store option given in the URL query, read as the type its keyword takes."""
     if name == "key_prefix":
         return text
+    if name == "wait_replicas":
+        try:
+            return int(text)
+        except ValueError:
+            msg = f"wait_replicas must be a whole number of replicas (got {text!r})"
+            raise ConfigurationError(msg, code="settings_invalid") from None
     if name == "cluster":
         flags = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         if text.lower() in flags:
@@ -81,6 +93,28 @@ def _from_text(name: str, text: str) -> object:
         kind = "an integer" if name == "max_connections" else "a number of seconds"
         msg = f"{name} must be {kind} (got {text!r})"
         raise ConfigurationError(msg, code="settings_invalid") from None
+
+
+def _check_wait(client: Client, replicas: object, wait_timeout: object, timeout: float) -> None:
+    """Refuse ``wait_replicas``/``wait_timeout`` values the store cannot honour."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+        msg = f"wait_replicas must be a whole number of replicas (got {replicas!r})"
+        raise ConfigurationError(msg, code="settings_invalid")
+    if (
+        isinstance(wait_timeout, bool)
+        or not isinstance(wait_timeout, int | float)
+        or not 0 < wait_timeout < timeout
+    ):
+        msg = (
+            f"wait_timeout must be a positive number of seconds below timeout ({timeout}) "
+            f"(got {wait_timeout!r})"
+        )
+        raise ConfigurationError(msg, code="settings_invalid")
+    if replicas and isinstance(client, RedisCluster):
+        # WAIT counts the acknowledgements of the writes made on the connection it is sent
+        # on; redis-py's cluster pipeline sends a keyless WAIT to any node.
+        msg = "wait_replicas is not supported with Redis Cluster (WAIT must follow the write)"
+        raise ConfigurationError(msg, code="settings_conflict")
 
 
 def _micros(moment: datetime) -> int:
@@ -126,6 +160,29 @@ class _Script:
         self.source = source
         self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
 
+    async def confirmed(
+        self, client: Redis, key: str, args: tuple[str, ...], replicas: int, wait_ms: int
+    ) -> tuple[Any, int]:
+        """Run the script, then ``WAIT`` on the same connection; the reply and the acks.
+
+        ``WAIT`` counts the replicas that acknowledged every write made so far on the
+        connection it is sent on, so it goes in one pipeline with the script (one round trip,
+        one connection). It is not allowed inside a script.
+        """
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=False)
+            pipe.evalsha(self.sha, 1, key, *args)
+            pipe.execute_command("WAIT", replicas, wait_ms)
+            reply, acks = await pipe.execute(raise_on_error=False)
+            if isinstance(reply, redis_errors.NoScriptError) and attempt == 1:
+                await client.script_load(self.source)
+                continue
+            for result in (reply, acks):
+                if isinstance(result, Exception):
+                    raise result
+            return reply, int(acks)
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
     async def __call__(self, client: Client, key: str, *args: str) -> Any:
         try:
             return await client.evalsha(self.sha, 1, key, *args)
@@ -164,9 +221,15 @@ class RedisStore:
         timeout: Seconds one operation may take before it fails with `StoreUnavailable`.
         url: The URL the client was opened from, for error messages (password hidden).
         owns_client: Whether `aclose()` closes ``client`` (`from_url()` sets it).
+        wait_replicas: After a claim, a commit or a revocation that wrote, wait until this
+            many replicas acknowledged it (``WAIT``); ``0`` (the default) does not wait.
+            Fewer acknowledgements within ``wait_timeout`` raise `StoreUnavailable` (the write
+            is on the primary but not confirmed; see the Redis page). Standalone only.
+        wait_timeout: Seconds ``WAIT`` waits for them; less than ``timeout``.
 
     Raises:
-        ConfigurationError: for a key prefix with braces or a timeout that is not positive.
+        ConfigurationError: for a key prefix with braces, a timeout that is not positive, or
+            ``wait_replicas`` on a cluster client or with a bad ``wait_timeout``.
     """
 
     api_version: ClassVar[int] = STORE_API_VERSION
@@ -181,6 +244,8 @@ class RedisStore:
         timeout: float = DEFAULT_TIMEOUT,
         url: str | None = None,
         owns_client: bool = False,
+        wait_replicas: int = 0,
+        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
     ) -> None:
         if "{" in key_prefix or "}" in key_prefix:
             msg = f"key_prefix must not contain braces (they make the hash tag): {key_prefix!r}"
@@ -188,6 +253,9 @@ class RedisStore:
         if not timeout > 0:
             msg = f"timeout must be a positive number of seconds (got {timeout!r})"
             raise ConfigurationError(msg)
+        _check_wait(client, wait_replicas, wait_timeout, timeout)
+        self._wait_replicas = wait_replicas
+        self._wait_ms = max(1, round(wait_timeout * 1000))
         self._client = client
         self._prefix = key_prefix
         self._timeout = float(timeout)
@@ -257,7 +325,15 @@ class RedisStore:
         client = open_client(
             url, cluster=cluster, max_connections=max_connections, timeout=float(timeout)
         )
-        return cls(client, key_prefix=key_prefix, timeout=timeout, url=url, owns_client=True)
+        return cls(
+            client,
+            key_prefix=key_prefix,
+            timeout=timeout,
+            url=url,
+            owns_client=True,
+            wait_replicas=options.get("wait_replicas", 0),
+            wait_timeout=options.get("wait_timeout", DEFAULT_WAIT_TIMEOUT),
+        )
 
     @property
     def client(self) -> Client:
@@ -276,6 +352,44 @@ class RedisStore:
     def __repr__(self) -> str:
         where = redact_url(self._url) if self._url else type(self._client).__name__
         return f"<RedisStore {where} prefix={self._prefix!r}>"
+
+    async def _run_confirmed(
+        self, what: str, script: str, pause_key: str, *args: str
+    ) -> tuple[Any, int]:
+        """Like `_run`, then ``WAIT``; the reply and the replicas that acknowledged.
+
+        Without ``wait_replicas``, no ``WAIT`` is sent and the count is 0 (none was asked for).
+        """
+        if not self._wait_replicas:
+            return await self._run(what, script, pause_key, *args), 0
+        if self._closed:
+            msg = "the Redis store was closed"
+            raise StoreUnavailable(msg)
+        if not isinstance(self._client, Redis):  # pragma: no cover - refused at construction
+            raise TypeError(type(self._client).__name__)
+        try:
+            async with asyncio.timeout(self._timeout):
+                return await _RUN[script].confirmed(
+                    self._client, self.key(pause_key), args, self._wait_replicas, self._wait_ms
+                )
+        except TRANSIENT as exc:
+            raise unavailable(exc, self._url, what) from exc
+        except (TypeError, RuntimeError) as exc:
+            if not transport_failure(exc):
+                raise
+            raise unavailable(exc, self._url, what) from exc
+
+    def _confirm(self, what: str, acks: int) -> None:
+        """Raise `StoreUnavailable` when fewer replicas than asked acknowledged a write."""
+        if acks >= self._wait_replicas:
+            return
+        where = redact_url(self._url) if self._url else "the Redis client"
+        msg = (
+            f"Redis at {where} could not confirm that it did {what}: {acks} of "
+            f"{self._wait_replicas} replica(s) acknowledged within {self._wait_ms} ms (the "
+            "write is on the primary; a failover now could lose it)"
+        )
+        raise StoreUnavailable(msg)
 
     async def _run(self, what: str, script: str, pause_key: str, *args: str) -> Any:
         if self._closed:
@@ -299,7 +413,7 @@ class RedisStore:
     async def claim(self, request: ClaimRequest) -> ClaimResult:
         """Take the lease on ``request.pause_key``, or say why not (one script)."""
         expires, expires_ms = _expiry_args(request.expires_at)
-        reply = await self._run(
+        reply, acks = await self._run_confirmed(
             "claim a pause",
             "claim",
             request.pause_key,
@@ -313,6 +427,7 @@ class RedisStore:
             str(_micros(request.now)),
         )
         if reply == 1:  # the script's integer for "claimed"
+            self._confirm("claim a pause", acks)
             return _CLAIMED
         outcome = decode(reply[0])
         if outcome == "in_progress":
@@ -330,9 +445,11 @@ class RedisStore:
     async def commit(self, pause_key: str, lease_id: str, expires_at: datetime) -> bool:
         """Redeem the pause if ``lease_id`` holds it (or already committed it)."""
         expires, expires_ms = _expiry_args(expires_at)
-        reply = await self._run(
+        reply, acks = await self._run_confirmed(
             "commit a redemption", "commit", pause_key, lease_id, expires, expires_ms
         )
+        if reply:
+            self._confirm("commit a redemption", acks)
         return bool(reply)
 
     async def release(self, pause_key: str, lease_id: str) -> bool:
@@ -344,7 +461,7 @@ class RedisStore:
     ) -> PauseRecord:
         """Revoke the pause unless it is redeemed or a live lease holds it."""
         expires, expires_ms = _expiry_args(expires_at)
-        reply = await self._run(
+        reply, acks = await self._run_confirmed(
             "revoke a pause",
             "revoke",
             pause_key,
@@ -355,6 +472,8 @@ class RedisStore:
             str(_micros(now)),
         )
         record = self._record(pause_key, reply)
+        if record is not None and record.state is PauseState.REVOKED:
+            self._confirm("revoke a pause", acks)
         if record is None:  # pragma: no cover - the script always leaves a row
             msg = f"Redis returned no row after revoking a pause ({self._url or 'client'})"
             raise StoreUnavailable(msg)
