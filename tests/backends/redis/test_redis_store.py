@@ -256,3 +256,8 @@ def test_a_cluster_url_takes_store_options_in_its_query_and_nothing_else() -> No
     assert store.key("k") == "c:{k}"
     with pytest.raises(ConfigurationError, match="socket_timeout"):
         RedisStore.from_url("redis+cluster://127.0.0.1:7000/?socket_timeout=3")
+
+
+def test_a_short_timeout_needs_no_wait_timeout_when_no_replica_is_awaited() -> None:
+    store = RedisStore.from_url("redis://127.0.0.1:6379/0", timeout=0.5)
+    assert store._timeout == 0.5  # no public reading of it

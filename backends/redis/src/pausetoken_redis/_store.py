@@ -103,7 +103,9 @@ def _check_wait(client: Client, replicas: object, wait_timeout: object, timeout:
     if (
         isinstance(wait_timeout, bool)
         or not isinstance(wait_timeout, int | float)
-        or not 0 < wait_timeout < timeout
+        or wait_timeout <= 0
+        # WAIT runs within the operation's deadline; without replicas to wait for, none runs.
+        or (replicas and wait_timeout >= timeout)
     ):
         msg = (
             f"wait_timeout must be a positive number of seconds below timeout ({timeout}) "
