@@ -139,3 +139,15 @@ def test_wait_options_the_store_cannot_honour_are_refused(
     with pytest.raises(ConfigurationError) as caught:
         RedisStore.from_url("redis://127.0.0.1:6379/0", **options)
     assert caught.value.code == code
+
+
+async def test_scripts_are_loaded_again_on_the_waiting_path(
+    primary_and_replica: tuple[int, int, list[subprocess.Popen[bytes]]],
+) -> None:
+    primary, _, _ = primary_and_replica
+    url = f"redis://127.0.0.1:{primary}/0"
+    async with RedisStore.from_url(url, wait_replicas=1, wait_timeout=2) as store:
+        await store.check()
+        await store.client.script_flush()  # what a restart does to the script cache
+        outcome = (await store.claim(_request("k1", datetime.now(UTC)))).outcome
+        assert outcome is ClaimOutcome.CLAIMED
