@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import pytest
-from redis_servers import free_port, redis_binaries, start_server, stop
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken_redis import RedisStore
+from redis_servers import free_port, redis_binaries, start_server, stop
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
