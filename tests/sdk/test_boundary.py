@@ -102,6 +102,7 @@ _BACKENDS = (
     "asyncmy",
     "aiosqlite",
     "starlette",
+    "opentelemetry",
 )
 
 

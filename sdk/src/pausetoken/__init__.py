@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
+    from pausetoken._events import AuditEvent, EventKind, LoggingObserver, Observer
     from pausetoken._hashing import canonical_json, hash_payload, hash_scope
     from pausetoken._interrupt import Interrupt
     from pausetoken._keys import KeyRing
@@ -43,17 +44,21 @@ __version__: Final = "0.1.0.dev0"
 
 # Where each public name lives; the module is imported when the name is first used.
 _HOMES: Final = {
+    "AuditEvent": "pausetoken._events",
     "BackendInfo": "pausetoken._registry",
     "CheckpointReader": "pausetoken._reader_api",
+    "EventKind": "pausetoken._events",
     "Claims": "pausetoken._claims",
     "Interrupt": "pausetoken._interrupt",
     "InterruptEvent": "pausetoken._claims",
     "JoseSigner": "pausetoken._signers",
     "KeyRing": "pausetoken._keys",
     "Lease": "pausetoken._lease",
+    "LoggingObserver": "pausetoken._events",
     "MemoryCheckpoints": "pausetoken._memory_checkpoints",
     "MemoryStore": "pausetoken._memory_store",
     "MemoryStoreWarning": "pausetoken._memory_store",
+    "Observer": "pausetoken._events",
     "PauseTokens": "pausetoken._service",
     "PendingInterrupt": "pausetoken._reader_api",
     "Redemption": "pausetoken._claims",
@@ -78,17 +83,21 @@ _HOMES: Final = {
 }
 
 __all__ = [
+    "AuditEvent",
     "BackendInfo",
     "CheckpointReader",
     "Claims",
+    "EventKind",
     "Interrupt",
     "InterruptEvent",
     "JoseSigner",
     "KeyRing",
     "Lease",
+    "LoggingObserver",
     "MemoryCheckpoints",
     "MemoryStore",
     "MemoryStoreWarning",
+    "Observer",
     "PauseTokens",
     "PendingInterrupt",
     "Redemption",

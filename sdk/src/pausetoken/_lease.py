@@ -55,8 +55,12 @@ class Lease:
         until: datetime,
         length: timedelta,
         clock: Callable[[], float],
+        on_renewal: Callable[[str], None] | None = None,
     ) -> None:
-        """Hold ``lease_id`` on ``pause_key`` until ``until`` (renewed by `keep()`)."""
+        """Hold ``lease_id`` on ``pause_key`` until ``until`` (renewed by `keep()`).
+
+        ``on_renewal`` is told how each renewal went: ``renewed``, ``retrying`` or ``lost``.
+        """
         self._store = store
         self._pause_key = pause_key
         self._lease_id = lease_id
@@ -66,6 +70,7 @@ class Lease:
         self._lost = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
         self._keeper: asyncio.Task[None] | None = None
+        self._on_renewal = on_renewal
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else f"until={self._until.isoformat()}"
@@ -148,6 +153,11 @@ class Lease:
         if not self.lost:
             logger.error(why, extra={"pause": fingerprint(self._pause_key)})
             self._lost.set()
+            self._tell("lost")
+
+    def _tell(self, outcome: str) -> None:
+        if self._on_renewal is not None:
+            self._on_renewal(outcome)
 
     async def _renew_until_stopped(self) -> None:
         # The first interval already passed on the timer that started this task.
@@ -169,8 +179,10 @@ class Lease:
                     type(exc).__name__,
                     extra={"pause": fingerprint(self._pause_key)},
                 )
+                self._tell("retrying")
                 continue
             if not held:
                 self._lose("lease lost: the claim was taken over or revoked")
                 return
             self._until = max(self._until, until)
+            self._tell("renewed")

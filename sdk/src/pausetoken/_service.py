@@ -16,6 +16,7 @@ import attrs
 from cattrs.errors import StructureHandlerNotFoundError
 
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, fingerprint, new_jti
+from pausetoken._events import AuditEvent, EventKind, Observers
 from pausetoken._hashing import hash_payload, hash_scope
 from pausetoken._lease import Lease
 from pausetoken._policy import (
@@ -56,9 +57,10 @@ from pausetoken.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
     from contextlib import AbstractAsyncContextManager
 
+    from pausetoken._events import Observer
     from pausetoken._interrupt import Interrupt
     from pausetoken._reader_api import CheckpointReader
     from pausetoken._settings import Settings
@@ -137,6 +139,11 @@ class PauseTokens:
             stalled worker; another redeemer takes over a claim only after its lease plus
             ``leeway`` (the clock-skew allowance) passed. At least one second.
         clock: Returns the current time in seconds since the epoch (for tests).
+        observers: Receive an [`AuditEvent`][pausetoken.AuditEvent] for every mint,
+            refusal, claim, renewal, commit, release, replay, revocation and purge
+            ([`LoggingObserver`][pausetoken.LoggingObserver],
+            ``pausetoken.otel.OpenTelemetryObserver``). One that raises is logged once and
+            skipped; none can change an outcome.
 
     The service owns nothing it was handed: `aclose()` closes only what
     `from_settings()` opened.
@@ -167,6 +174,7 @@ class PauseTokens:
         max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
         lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], float] = _system_clock,
+        observers: Sequence[Observer] = (),
     ) -> None:
         """Create the service; see the class docstring for the arguments."""
         self.policy = TokenPolicy(
@@ -186,6 +194,7 @@ class PauseTokens:
         self._interrupts: dict[str, Interrupt[Any, Any]] = {}
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._store_checked = False
+        self._observers = Observers(observers)
 
     @classmethod
     def from_settings(
@@ -194,6 +203,7 @@ class PauseTokens:
         *,
         checkpoints: CheckpointReader | None = None,
         clock: Callable[[], float] = _system_clock,
+        observers: Sequence[Observer] = (),
     ) -> Self:
         """Build the service from [`Settings`][pausetoken.Settings].
 
@@ -206,6 +216,7 @@ class PauseTokens:
             checkpoints: A reader built in code (for example for a compiled LangGraph
                 graph); when given, ``settings.checkpoints`` is not used.
             clock: As for the constructor.
+            observers: As for the constructor.
 
         Raises:
             ConfigurationError: for unknown or missing backends and bad options.
@@ -236,6 +247,7 @@ class PauseTokens:
             max_token_bytes=settings.max_token_bytes,
             lease=settings.lease,
             clock=clock,
+            observers=observers,
         )
         service._owned = owned
         return service
@@ -467,6 +479,8 @@ class PauseTokens:
         await self._refuse_closed_pause(claims)
         token = self.signer.sign(claims.to_dict())
         logger.debug("minted", extra={"jti": fingerprint(claims.jti), "interrupt": name})
+        if self._observers:
+            self._observe(EventKind.MINTED, claims, outcome="minted", at=now)
         return InterruptEvent(
             name=name,
             token=token,
@@ -490,7 +504,32 @@ class PauseTokens:
             InvalidToken: malformed, forged or unacceptable token.
             TokenExpired: the token expired.
         """
-        return verify_token(token, signer=self.signer, policy=self.policy, now=self.clock())
+        return self._verify(token, now=self.clock())
+
+    def _verify(self, token: str, *, now: float, allow_expired: bool = False) -> Claims:
+        try:
+            return verify_token(
+                token, signer=self.signer, policy=self.policy, now=now, allow_expired=allow_expired
+            )
+        except PauseTokenError as exc:
+            if self._observers:
+                self._refused(exc, None, at=now)
+            raise
+
+    def _observe(
+        self,
+        kind: EventKind,
+        claims: Claims | None,
+        *,
+        outcome: str,
+        at: float,
+        code: str | None = None,
+    ) -> None:
+        """Tell the observers; callers check ``self._observers`` first (no event otherwise)."""
+        self._observers.emit(AuditEvent.about(kind, claims, outcome=outcome, at=at, code=code))
+
+    def _refused(self, exc: PauseTokenError, claims: Claims | None, *, at: float) -> None:
+        self._observe(EventKind.VERIFY_FAILED, claims, outcome="refused", at=at, code=exc.code)
 
     # -- redeeming ------------------------------------------------------------------------
 
@@ -631,6 +670,8 @@ class PauseTokens:
             self._refuse(checked, result.outcome, result.lease_until)
             yield self._redemption(checked, replayed=True)
             return
+        if self._observers:
+            self._observe(EventKind.CLAIMED, claims, outcome="claimed", at=now)
         lease = Lease(
             store=self.store,
             pause_key=key,
@@ -638,6 +679,7 @@ class PauseTokens:
             until=lease_until,
             length=self.lease,
             clock=self.clock,
+            on_renewal=self._renewal_observer(claims) if self._observers else None,
         )
         lease.keep()
         try:
@@ -645,12 +687,20 @@ class PauseTokens:
                 yield self._redemption(checked, replayed=False, lease=lease)
             except BaseException:
                 await lease.stop()
-                await self._release(key, lease_id)
+                await self._release(checked, key, lease_id)
                 raise
             await self._commit(checked, key, lease_id, lease)
         finally:
             await lease.stop()
         logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
+        if self._observers:
+            self._observe(EventKind.COMMITTED, claims, outcome="committed", at=self.clock())
+
+    def _renewal_observer(self, claims: Claims) -> Callable[[str], None]:
+        def renewed(outcome: str) -> None:
+            self._observe(EventKind.RENEWED, claims, outcome=outcome, at=self.clock())
+
+        return renewed
 
     async def _commit(self, checked: _Checked, key: str, lease_id: str, lease: Lease) -> None:
         """Commit until the store confirms it, while the lease (renewed meanwhile) holds.
@@ -672,7 +722,16 @@ class PauseTokens:
                     logger.exception(
                         "commit unconfirmed: the run may have resumed", extra=log_extra
                     )
-                    raise CommitUnconfirmed from exc
+                    unconfirmed = CommitUnconfirmed()
+                    if self._observers:
+                        self._observe(
+                            EventKind.COMMIT_UNCONFIRMED,
+                            claims,
+                            outcome="unconfirmed",
+                            at=self.clock(),
+                            code=unconfirmed.code,
+                        )
+                    raise unconfirmed from exc
                 logger.warning("commit failed; retrying while the lease holds", extra=log_extra)
                 remaining = lease.until.timestamp() - self.clock()
                 await asyncio.sleep(max(0.0, min(delay, remaining)))
@@ -685,9 +744,15 @@ class PauseTokens:
         if record is not None and record.state is PauseState.REVOKED:
             logger.error("claim revoked after it lapsed, before commit", extra=log_extra)
             msg = "the claim lapsed while the body ran and the pause was then revoked"
-            raise LeaseLost(msg, code="lease_revoked")
-        logger.error("lease lost before commit", extra=log_extra)
-        raise LeaseLost
+            lost = LeaseLost(msg, code="lease_revoked")
+        else:
+            logger.error("lease lost before commit", extra=log_extra)
+            lost = LeaseLost()
+        if self._observers:
+            self._observe(
+                EventKind.COMMITTED, claims, outcome=lost.code, at=self.clock(), code=lost.code
+            )
+        raise lost
 
     async def _status_or_none(self, key: str) -> PauseRecord | None:
         try:
@@ -779,7 +844,26 @@ class PauseTokens:
         expect: Interrupt[Any, Any] | None,
     ) -> _Checked:
         now = self.clock()
-        claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
+        claims = self._verify(token, now=now)
+        try:
+            return await self._check_claims(
+                claims, response, scope=scope, principal=principal, expect=expect, now=now
+            )
+        except PauseTokenError as exc:
+            if self._observers:
+                self._refused(exc, claims, at=now)
+            raise
+
+    async def _check_claims(
+        self,
+        claims: Claims,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None,
+        expect: Interrupt[Any, Any] | None,
+        now: float,
+    ) -> _Checked:
         if claims.ns != self._namespace():
             msg = "the token was minted for another runtime namespace (another graph)"
             raise InvalidToken(msg, code="token_namespace_mismatch")
@@ -823,9 +907,11 @@ class PauseTokens:
     ) -> Redemption[Any, Any]:
         record = await self._store_call(self.store.status(checked.claims.pause_key))
         if record is None or record.state is PauseState.CLAIMED:
+            if self._observers:
+                self._refused(stale, checked.claims, at=checked.now)
             raise stale
         if record.state is PauseState.REVOKED:
-            raise TokenRevoked
+            self._refuse(checked, ClaimOutcome.REVOKED, None)
         same = record.response_hash is not None and hmac.compare_digest(
             record.response_hash, checked.response_hash
         )
@@ -841,19 +927,34 @@ class PauseTokens:
         log_extra = {"jti": fingerprint(checked.claims.jti), "interrupt": checked.claims.name}
         if outcome is ClaimOutcome.REDEEMED_SAME:
             logger.info("idempotent retry answered", extra=log_extra)
+            if self._observers:
+                self._observe(
+                    EventKind.REPLAY_ANSWERED, checked.claims, outcome="answered", at=checked.now
+                )
             return
+        refusal: PauseTokenError
         if outcome is ClaimOutcome.REDEEMED_OTHER:
             # Reuse of a single-use credential with another answer is an attack signal.
-            logger.warning("replay refused", extra={**log_extra, "code": "already_redeemed"})
-            raise AlreadyRedeemed
-        if outcome is ClaimOutcome.REVOKED:
-            logger.warning("revoked token presented", extra={**log_extra, "code": "token_revoked"})
-            raise TokenRevoked
-        retry_after = None
-        if lease_until is not None:
-            ends = lease_until + self.policy.leeway
-            retry_after = max(0.0, ends.timestamp() - checked.now)
-        raise RedemptionInProgress(retry_after=retry_after)
+            refusal = AlreadyRedeemed()
+            logger.warning("replay refused", extra={**log_extra, "code": refusal.code})
+        elif outcome is ClaimOutcome.REVOKED:
+            refusal = TokenRevoked()
+            logger.warning("revoked token presented", extra={**log_extra, "code": refusal.code})
+        else:
+            retry_after = None
+            if lease_until is not None:
+                ends = lease_until + self.policy.leeway
+                retry_after = max(0.0, ends.timestamp() - checked.now)
+            refusal = RedemptionInProgress(retry_after=retry_after)
+        if self._observers:
+            self._observe(
+                EventKind.REPLAY_REFUSED,
+                checked.claims,
+                outcome="refused",
+                at=checked.now,
+                code=refusal.code,
+            )
+        raise refusal
 
     def _redemption(
         self, checked: _Checked, *, replayed: bool, lease: Lease | None = None
@@ -867,16 +968,27 @@ class PauseTokens:
             lease=lease,
         )
 
-    async def _release(self, key: str, lease_id: str) -> None:
+    async def _release(self, checked: _Checked, key: str, lease_id: str) -> None:
         try:
             released = await self._store_call(self.store.release(key, lease_id))
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
             # The body's own exception is what the caller must see; the lease lapses by
             # itself and the token becomes redeemable again then.
             logger.exception("release failed; the claim lapses at its deadline")
+            if self._observers:
+                self._observe(
+                    EventKind.RELEASED,
+                    checked.claims,
+                    outcome="failed",
+                    at=self.clock(),
+                    code=exc.code,
+                )
             return
         if not released:
             logger.warning("release found another lease holder", extra={"pause": fingerprint(key)})
+        if self._observers:
+            outcome = "released" if released else "not_held"
+            self._observe(EventKind.RELEASED, checked.claims, outcome=outcome, at=self.clock())
 
     async def _store_call(self, call: Awaitable[_T]) -> _T:
         try:
@@ -925,11 +1037,12 @@ class PauseTokens:
             ScopeMismatch: the token belongs to another scope.
         """
         now = self.clock()
-        claims = verify_token(
-            token, signer=self.signer, policy=self.policy, now=now, allow_expired=True
-        )
+        claims = self._verify(token, now=now, allow_expired=True)
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
-            raise ScopeMismatch
+            mismatch = ScopeMismatch()
+            if self._observers:
+                self._refused(mismatch, claims, at=now)
+            raise mismatch
         record = await self._store_call(
             self.store.revoke(
                 claims.pause_key,
@@ -942,7 +1055,30 @@ class PauseTokens:
         status = _status_of(record.state)
         log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
         logger.info("revoke: %s", status.value, extra=log_extra)
+        if self._observers:
+            self._observe(EventKind.REVOKED, claims, outcome=status.value, at=now)
         return status
+
+    async def purge(self, before: datetime | None = None) -> int:
+        """Delete the store's rows that expired before ``before`` (default: now).
+
+        A row expires only once no token of its pause can verify, so purging never lets a
+        pause be answered again (see the operations guide for a schedule).
+
+        Returns:
+            How many rows were deleted (0 for stores whose rows expire by themselves).
+
+        Raises:
+            StoreUnavailable: the store cannot be reached.
+        """
+        now = self.clock()
+        cutoff = _utc(now) if before is None else before
+        deleted = await self._store_call(self.store.purge(cutoff))
+        if self._observers:
+            self._observers.emit(
+                AuditEvent(kind=EventKind.PURGED, outcome="purged", at=now, count=deleted)
+            )
+        return deleted
 
     async def status(self, token: str, *, scope: Scope) -> TokenStatus:
         """Where a token stands.
@@ -956,6 +1092,10 @@ class PauseTokens:
             claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
         except TokenExpired:
             return TokenStatus.EXPIRED
+        except PauseTokenError as exc:
+            if self._observers:
+                self._refused(exc, None, at=now)
+            raise
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             raise ScopeMismatch
         record = await self._store_call(self.store.status(claims.pause_key))
