@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles and a clean plugin registry per test.
+"""Shared test configuration: hypothesis profiles, a clean plugin registry per test, and a
+watch on every log record and audit event of the run for secrets.
 
 Profiles: ``dev`` (the default, quick) and ``ci`` (more examples), chosen with the
 ``HYPOTHESIS_PROFILE`` environment variable.
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, settings
 
 import servers  # noqa: F401 - takes the PAUSETOKEN_TEST_* variables out of the environment
 from pausetoken._registry import reset_registry
+from secrets_watch import SecretsWatch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,3 +59,25 @@ def _clean_registry() -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_secrets_in_logs_or_events() -> Iterator[SecretsWatch]:
+    """For the whole run: every service reports to a recording observer and a
+    ``LoggingObserver``, every log record is kept, and at the end none may contain a token,
+    key material, a full jti or hash, or a payload or answer the tests used."""
+    watch = SecretsWatch()
+    with watch.installed():
+        yield watch
+    watch.assert_clean()
+
+
+@pytest.fixture(autouse=True)
+def _audit_observers(
+    request: pytest.FixtureRequest, _no_secrets_in_logs_or_events: SecretsWatch
+) -> Iterator[None]:
+    """Tests marked ``no_audit_observers`` build services without the watch's observers."""
+    watching = request.node.get_closest_marker("no_audit_observers") is None
+    _no_secrets_in_logs_or_events.observe = watching
+    yield
+    _no_secrets_in_logs_or_events.observe = True

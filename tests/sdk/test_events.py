@@ -357,6 +357,7 @@ async def test_an_observer_cannot_change_the_event_others_receive(
     assert [event.outcome for event in recorder.events] == ["minted"]
 
 
+@pytest.mark.no_audit_observers
 async def test_without_observers_no_event_is_built(
     checkpoints: MemoryCheckpoints, monkeypatch: pytest.MonkeyPatch
 ) -> None:
