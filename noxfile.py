@@ -63,6 +63,7 @@ nox.options.sessions = [
     "bench-quick",
     "race",
     "faults",
+    "fuzz",
 ]
 
 # The pyproject's addopts deselect slow tests for the inner loop (-m "not slow"); an empty
@@ -385,3 +386,20 @@ def demo(session: nox.Session) -> None:
     """Run `pausetoken demo` (LangGraph on SQLite) against the built distributions."""
     session.install(*BACKENDS["langgraph"][0])
     session.run("pausetoken", "demo", *session.posargs)
+
+
+@nox.session(python=NEWEST)
+def fuzz(session: nox.Session) -> None:
+    """Fuzz the verifier with atheris for a bounded time, from the test suite's tokens.
+
+    ``nox -s fuzz -- -max_total_time=600`` fuzzes longer (arguments go to libFuzzer).
+    """
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.install("./sdk[testing,cli]", "atheris>=2.3")
+    corpus = Path(session.create_tmp()) / "corpus"
+    for stale in corpus.glob("*"):
+        stale.unlink()
+    seeds = ["tests/sdk/test_verify.py", "tests/sdk/test_service.py", "tests/sdk/test_fuzz.py"]
+    session.run("pytest", "-q", *seeds, env={"PAUSETOKEN_FUZZ_CORPUS": str(corpus)})
+    limits = ["-max_total_time=60", "-max_len=8192", "-rss_limit_mb=2048", "-timeout=10"]
+    session.run("python", "tests/fuzz/verify_target.py", str(corpus), *limits, *session.posargs)

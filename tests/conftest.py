@@ -13,6 +13,7 @@ would be unknown to the projects that use it.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -69,6 +70,10 @@ def _no_secrets_in_logs_or_events() -> Iterator[SecretsWatch]:
     watch = SecretsWatch()
     with watch.installed():
         yield watch
+    # `nox -s fuzz` seeds the fuzzer's corpus with the tokens of a test run.
+    corpus = os.environ.get("PAUSETOKEN_FUZZ_CORPUS")
+    if corpus:
+        watch.write_corpus(Path(corpus))
     watch.assert_clean()
 
 

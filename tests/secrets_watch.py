@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from pausetoken._signers import JoseSigner, SealedSigner
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 __all__ = ["SecretsWatch"]
 
@@ -63,6 +65,7 @@ class SecretsWatch:
         self.words: set[str] = set()  # tokens' segments, jtis, hashes, key material
         self.texts: set[str] = set()  # strings inside payloads and answers
         self.names: set[str] = set()  # interrupt names: events carry them by design
+        self.tokens: set[str] = set()  # every token signed or redeemed: the fuzzer's seeds
         self._handler = _Keep()
         # Its own logger, so tests counting pausetoken.audit records see only their own.
         self.logging_observer = LoggingObserver(logging.getLogger("tests.audit"))
@@ -165,6 +168,7 @@ class SecretsWatch:
         return sign
 
     def remember_token(self, token: str) -> None:
+        self.tokens.add(token)
         # The header segment is the same for every token of a key: not a secret.
         self.words.update(part for part in token.split(".")[1:] if len(part) >= 16)
 
@@ -186,6 +190,14 @@ class SecretsWatch:
                 self.remember_text(item)
         elif attrs.has(type(value)):
             self.remember_text(attrs.asdict(value))
+
+    def write_corpus(self, directory: Path) -> int:
+        """Write every token seen, one file each (named by its hash), for the fuzzer."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for token in self.tokens:
+            data = token.encode("utf-8", "surrogateescape")
+            (directory / hashlib.sha1(data).hexdigest()).write_bytes(data)  # noqa: S324 - a name
+        return len(self.tokens)
 
     # -- the check -----------------------------------------------------------------------
 
