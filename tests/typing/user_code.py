@@ -20,8 +20,11 @@ from starlette.responses import Response
 from starlette.routing import Router
 
 from pausetoken import (
+    AuditEvent,
+    EventKind,
     Interrupt,
     InterruptEvent,
+    LoggingObserver,
     PauseTokens,
     Redemption,
     Scope,
@@ -191,3 +194,21 @@ def http_router(tokens: PauseTokens) -> None:
     router = resume_router(tokens, authenticate=authenticate, resume=resume_run)
     assert_type(router, Router)
     assert_type(problem_response(NotAuthenticated()), Response)
+
+
+def audit_observers(tokens: PauseTokens) -> PauseTokens:
+    """Any callable taking an event observes; its fields are typed."""
+    seen: list[str] = []
+
+    def remember(event: AuditEvent) -> None:
+        assert_type(event.kind, EventKind)
+        assert_type(event.jti, str | None)
+        assert_type(event.count, int | None)
+        seen.append(event.outcome)
+
+    return PauseTokens(
+        signer=tokens.signer,
+        store=tokens.store,
+        checkpoints=tokens.checkpoints,
+        observers=[remember, LoggingObserver()],
+    )
