@@ -204,9 +204,6 @@ class Observers:
         self._observers = tuple(observers)
         self._failed: set[int] = set()
 
-    def __bool__(self) -> bool:
-        return bool(self._observers)
-
     def __repr__(self) -> str:
         return f"Observers({len(self._observers)})"
 

@@ -195,6 +195,8 @@ class PauseTokens:
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._store_checked = False
         self._observers = Observers(observers)
+        # A plain flag: the hot path tests it before building any event.
+        self._observing = bool(observers)
 
     @classmethod
     def from_settings(
@@ -479,7 +481,7 @@ class PauseTokens:
         await self._refuse_closed_pause(claims)
         token = self.signer.sign(claims.to_dict())
         logger.debug("minted", extra={"jti": fingerprint(claims.jti), "interrupt": name})
-        if self._observers:
+        if self._observing:
             self._observe(EventKind.MINTED, claims, outcome="minted", at=now)
         return InterruptEvent(
             name=name,
@@ -512,7 +514,7 @@ class PauseTokens:
                 token, signer=self.signer, policy=self.policy, now=now, allow_expired=allow_expired
             )
         except PauseTokenError as exc:
-            if self._observers:
+            if self._observing:
                 self._refused(exc, None, at=now)
             raise
 
@@ -525,7 +527,7 @@ class PauseTokens:
         at: float,
         code: str | None = None,
     ) -> None:
-        """Tell the observers; callers check ``self._observers`` first (no event otherwise)."""
+        """Tell the observers; callers check ``self._observing`` first (no event otherwise)."""
         self._observers.emit(AuditEvent.about(kind, claims, outcome=outcome, at=at, code=code))
 
     def _refused(self, exc: PauseTokenError, claims: Claims | None, *, at: float) -> None:
@@ -670,7 +672,7 @@ class PauseTokens:
             self._refuse(checked, result.outcome, result.lease_until)
             yield self._redemption(checked, replayed=True)
             return
-        if self._observers:
+        if self._observing:
             self._observe(EventKind.CLAIMED, claims, outcome="claimed", at=now)
         lease = Lease(
             store=self.store,
@@ -679,7 +681,7 @@ class PauseTokens:
             until=lease_until,
             length=self.lease,
             clock=self.clock,
-            on_renewal=self._renewal_observer(claims) if self._observers else None,
+            on_renewal=self._renewal_observer(claims) if self._observing else None,
         )
         lease.keep()
         try:
@@ -693,7 +695,7 @@ class PauseTokens:
         finally:
             await lease.stop()
         logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
-        if self._observers:
+        if self._observing:
             self._observe(EventKind.COMMITTED, claims, outcome="committed", at=self.clock())
 
     def _renewal_observer(self, claims: Claims) -> Callable[[str], None]:
@@ -723,7 +725,7 @@ class PauseTokens:
                         "commit unconfirmed: the run may have resumed", extra=log_extra
                     )
                     unconfirmed = CommitUnconfirmed()
-                    if self._observers:
+                    if self._observing:
                         self._observe(
                             EventKind.COMMIT_UNCONFIRMED,
                             claims,
@@ -748,7 +750,7 @@ class PauseTokens:
         else:
             logger.error("lease lost before commit", extra=log_extra)
             lost = LeaseLost()
-        if self._observers:
+        if self._observing:
             self._observe(
                 EventKind.COMMITTED, claims, outcome=lost.code, at=self.clock(), code=lost.code
             )
@@ -844,70 +846,55 @@ class PauseTokens:
         expect: Interrupt[Any, Any] | None,
     ) -> _Checked:
         now = self.clock()
-        claims = self._verify(token, now=now)
+        claims: Claims | None = None
         try:
-            return await self._check_claims(
-                claims, response, scope=scope, principal=principal, expect=expect, now=now
-            )
+            claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
+            if claims.ns != self._namespace():
+                msg = "the token was minted for another runtime namespace (another graph)"
+                raise InvalidToken(msg, code="token_namespace_mismatch")
+            interrupt = self._interrupts.get(claims.name)
+            if not (interrupt is not None and interrupt.cross_scope) and not hmac.compare_digest(
+                claims.scope_hash, hash_scope(scope)
+            ):
+                raise ScopeMismatch
+            if claims.sub is not None and not _same_principal(claims.sub, principal):
+                raise PrincipalMismatch
+            if interrupt is None:
+                raise UnknownInterrupt
+            if expect is not None and interrupt is not expect:
+                msg = f"the token is for another interrupt than {expect.name!r}"
+                raise UnknownInterrupt(msg, code="interrupt_mismatch")
+            typed_response = interrupt.structure_response(response)
+            response_hash = _response_hash(interrupt, typed_response)
+            try:
+                pending = await self.checkpoints.pending(
+                    thread_id=claims.thread_id,
+                    checkpoint_id=claims.checkpoint_id,
+                    interrupt_id=claims.interrupt_id,
+                )
+            except (StaleToken, CheckpointNotFound) as exc:
+                # The run moved on. That is what a committed redemption does to a run, so the
+                # store decides: a retry of the committed answer is answered, anything else is
+                # stale.
+                return _Checked(claims, interrupt, None, typed_response, response_hash, now, exc)
+            if not hmac.compare_digest(hash_payload(pending.value), claims.request_hash):
+                raise PayloadMismatch
+            payload = interrupt.structure_payload(pending.value)
+            self._validate(interrupt, typed_response, payload)
+            return _Checked(claims, interrupt, payload, typed_response, response_hash, now)
         except PauseTokenError as exc:
-            if self._observers:
+            # One place reports every refusal before the claim; the token's fields only
+            # once it verified.
+            if self._observing:
                 self._refused(exc, claims, at=now)
             raise
-
-    async def _check_claims(
-        self,
-        claims: Claims,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None,
-        expect: Interrupt[Any, Any] | None,
-        now: float,
-    ) -> _Checked:
-        if claims.ns != self._namespace():
-            msg = "the token was minted for another runtime namespace (another graph)"
-            raise InvalidToken(msg, code="token_namespace_mismatch")
-        interrupt = self._interrupts.get(claims.name)
-        if not (interrupt is not None and interrupt.cross_scope) and not hmac.compare_digest(
-            claims.scope_hash, hash_scope(scope)
-        ):
-            raise ScopeMismatch
-        if claims.sub is not None and not _same_principal(claims.sub, principal):
-            raise PrincipalMismatch
-        if interrupt is None:
-            raise UnknownInterrupt
-        if expect is not None and interrupt is not expect:
-            msg = f"the token is for another interrupt than {expect.name!r}"
-            raise UnknownInterrupt(msg, code="interrupt_mismatch")
-        typed_response = interrupt.structure_response(response)
-        try:
-            response_hash = hash_payload(interrupt.to_json(typed_response))
-        except UnsupportedPayload as exc:
-            msg = "the response cannot be represented exactly as JSON"
-            raise InvalidResponse(msg) from exc
-        try:
-            pending = await self.checkpoints.pending(
-                thread_id=claims.thread_id,
-                checkpoint_id=claims.checkpoint_id,
-                interrupt_id=claims.interrupt_id,
-            )
-        except (StaleToken, CheckpointNotFound) as exc:
-            # The run moved on. That is what a committed redemption does to a run, so the
-            # store decides: a retry of the committed answer is answered, anything else is
-            # stale.
-            return _Checked(claims, interrupt, None, typed_response, response_hash, now, exc)
-        if not hmac.compare_digest(hash_payload(pending.value), claims.request_hash):
-            raise PayloadMismatch
-        payload = interrupt.structure_payload(pending.value)
-        self._validate(interrupt, typed_response, payload)
-        return _Checked(claims, interrupt, payload, typed_response, response_hash, now)
 
     async def _replay_or_raise(
         self, checked: _Checked, stale: StaleToken | CheckpointNotFound
     ) -> Redemption[Any, Any]:
         record = await self._store_call(self.store.status(checked.claims.pause_key))
         if record is None or record.state is PauseState.CLAIMED:
-            if self._observers:
+            if self._observing:
                 self._refused(stale, checked.claims, at=checked.now)
             raise stale
         if record.state is PauseState.REVOKED:
@@ -927,7 +914,7 @@ class PauseTokens:
         log_extra = {"jti": fingerprint(checked.claims.jti), "interrupt": checked.claims.name}
         if outcome is ClaimOutcome.REDEEMED_SAME:
             logger.info("idempotent retry answered", extra=log_extra)
-            if self._observers:
+            if self._observing:
                 self._observe(
                     EventKind.REPLAY_ANSWERED, checked.claims, outcome="answered", at=checked.now
                 )
@@ -946,7 +933,7 @@ class PauseTokens:
                 ends = lease_until + self.policy.leeway
                 retry_after = max(0.0, ends.timestamp() - checked.now)
             refusal = RedemptionInProgress(retry_after=retry_after)
-        if self._observers:
+        if self._observing:
             self._observe(
                 EventKind.REPLAY_REFUSED,
                 checked.claims,
@@ -975,7 +962,7 @@ class PauseTokens:
             # The body's own exception is what the caller must see; the lease lapses by
             # itself and the token becomes redeemable again then.
             logger.exception("release failed; the claim lapses at its deadline")
-            if self._observers:
+            if self._observing:
                 self._observe(
                     EventKind.RELEASED,
                     checked.claims,
@@ -986,7 +973,7 @@ class PauseTokens:
             return
         if not released:
             logger.warning("release found another lease holder", extra={"pause": fingerprint(key)})
-        if self._observers:
+        if self._observing:
             outcome = "released" if released else "not_held"
             self._observe(EventKind.RELEASED, checked.claims, outcome=outcome, at=self.clock())
 
@@ -1040,7 +1027,7 @@ class PauseTokens:
         claims = self._verify(token, now=now, allow_expired=True)
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             mismatch = ScopeMismatch()
-            if self._observers:
+            if self._observing:
                 self._refused(mismatch, claims, at=now)
             raise mismatch
         record = await self._store_call(
@@ -1055,7 +1042,7 @@ class PauseTokens:
         status = _status_of(record.state)
         log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
         logger.info("revoke: %s", status.value, extra=log_extra)
-        if self._observers:
+        if self._observing:
             self._observe(EventKind.REVOKED, claims, outcome=status.value, at=now)
         return status
 
@@ -1074,7 +1061,7 @@ class PauseTokens:
         now = self.clock()
         cutoff = _utc(now) if before is None else before
         deleted = await self._store_call(self.store.purge(cutoff))
-        if self._observers:
+        if self._observing:
             self._observers.emit(
                 AuditEvent(kind=EventKind.PURGED, outcome="purged", at=now, count=deleted)
             )
@@ -1093,7 +1080,7 @@ class PauseTokens:
         except TokenExpired:
             return TokenStatus.EXPIRED
         except PauseTokenError as exc:
-            if self._observers:
+            if self._observing:
                 self._refused(exc, None, at=now)
             raise
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
@@ -1113,6 +1100,14 @@ def _status_of(state: PauseState) -> TokenStatus:
         PauseState.REDEEMED: TokenStatus.REDEEMED,
         PauseState.REVOKED: TokenStatus.REVOKED,
     }[state]
+
+
+def _response_hash(interrupt: Interrupt[Any, Any], response: Any) -> str:
+    try:
+        return hash_payload(interrupt.to_json(response))
+    except UnsupportedPayload as exc:
+        msg = "the response cannot be represented exactly as JSON"
+        raise InvalidResponse(msg) from exc
 
 
 def _same_principal(bound: str, given: str | None) -> bool:
