@@ -90,6 +90,10 @@ def machine() -> dict[str, str]:
         "platform": platform.platform(),
         "cpus": str(os.cpu_count()),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
+        # Other work on the machine slows both sides of each ratio, but not always alike.
+        "load average (1, 5, 15 min) at the start": ", ".join(
+            f"{load:.1f}" for load in os.getloadavg()
+        ),
     }
     cpuinfo, meminfo = Path("/proc/cpuinfo"), Path("/proc/meminfo")
     if cpuinfo.exists():
