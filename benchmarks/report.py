@@ -209,10 +209,10 @@ def render(data: dict[str, Any]) -> str:
             continue
         lines += ["| Measure | Ratio | Target | | Medians |", "|---|---:|---|---|---|"]
         lines += [
-            f"| {r['measure']} | {r['ratio']:.2f} | {_target(r)} | {_met(r)} | {r['detail']} |"
+            f"| {r['measure']} | {r['ratio']:.3f} | {_target(r)} | {_met(r)} | {r['detail']} |"
             for r in run["results"]
         ]
-    payload = json.dumps(data, ensure_ascii=False, sort_keys=True).replace("--", "\\u002d-")
+    payload = json.dumps(data, ensure_ascii=False).replace("--", "\\u002d-")
     lines += ["", f"{DATA_MARK}{payload} -->", ""]
     return "\n".join(lines)
 

@@ -6,10 +6,11 @@ import ast
 import importlib.util
 import inspect
 import re
+import sys
 import tomllib
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
@@ -343,3 +344,43 @@ def test_the_plugin_example_is_the_plugin_the_suite_installs_and_tests() -> None
     page = (DOCS / "plugins.md").read_text()
     plugin = ROOT / "tests" / "plugins" / "pausetoken-inhouse" / "src" / "pausetoken_inhouse"
     assert (plugin / "__init__.py").read_text() in page
+
+
+# -- the benchmark report ------------------------------------------------------------------
+
+
+def _benchmark_report() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "benchmark_report", ROOT / "benchmarks" / "report.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+def test_the_benchmark_page_is_generated_from_its_data_not_edited() -> None:
+    report = _benchmark_report()
+    page = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
+    data = report.data_of(page)
+    assert report.render(data) == page
+    assert data["quick"] is False  # the published page comes from full runs
+
+
+def test_the_benchmark_page_covers_every_benchmark_script() -> None:
+    report = _benchmark_report()
+    data = report.data_of((DOCS / "benchmarks.md").read_text(encoding="utf-8"))
+    scripts = {
+        path.name
+        for path in (ROOT / "benchmarks").glob("*.py")
+        if not path.name.startswith("_") and path.name != "report.py"
+    }
+    run = {Path(run["command"].split()[1]).name for run in data["runs"]}
+    assert scripts == run
+    assert {Path(command[0]).name for command in report.commands()} == scripts
+    assert all(run["results"] for run in data["runs"])
