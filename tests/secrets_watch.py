@@ -182,8 +182,10 @@ class SecretsWatch:
             if len(value) >= _MIN_TEXT:
                 self.texts.add(value)
         elif isinstance(value, dict):
-            for key, item in value.items():
-                self.remember_text(key)
+            # Values only: keys are mostly the shape's own member names (``edited_action``),
+            # which errors name as field paths; keys a submitter chose never reach a message
+            # (describe_error shows them as ``[*]``, tested on its own).
+            for item in value.values():
                 self.remember_text(item)
         elif isinstance(value, list | tuple):
             for item in value:

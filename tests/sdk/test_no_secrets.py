@@ -102,3 +102,10 @@ def test_the_watch_fails_an_event_field_that_is_not_a_fingerprint() -> None:
     )
     with pytest.raises(AssertionError, match="unexpected format"):
         watch.assert_clean()
+
+
+def test_the_watch_remembers_answer_values_not_the_shapes_member_names() -> None:
+    watch = SecretsWatch()
+    watch.remember_text({"edited_action": {"name": "refund", "args": {"note": "call me at 555"}}})
+    assert "call me at 555" in watch.texts
+    assert "edited_action" not in watch.texts
