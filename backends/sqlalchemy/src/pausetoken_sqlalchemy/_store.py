@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pausetoken.exceptions import ConfigurationError, PauseTokenError, StoreUnavailable
 from pausetoken.plugins import STORE_API_VERSION
+from pausetoken_sqlalchemy._deadlines import Deadlines
 from pausetoken_sqlalchemy._engines import (
     default_max_connections,
     family_for_url,
@@ -118,6 +119,7 @@ class SQLAlchemyStore:
         self._family = family
         self._label = redacted(engine.url)
         self._timeout = timeout
+        self._deadlines = Deadlines(timeout)
         self._owns_engine = False
         self._metadata = MetaData()
         self._table: Table = make_table(table_name, self._metadata)
@@ -401,22 +403,30 @@ class SQLAlchemyStore:
         # One deadline for everything the operation waits on: the schema step, a free
         # connection or a new one (connecting included), and the statement.
         held: Held | None = None
+        deadline = self._deadlines.start()
         try:
-            async with asyncio.timeout(self._timeout):
-                if startup or not self._schema_ready:
-                    await self._ensure_schema(force=startup)
-                held = await self._connections.acquire()
-                result = await call(held.driver)
+            if startup or not self._schema_ready:
+                await self._ensure_schema(force=startup)
+            held = await self._connections.acquire()
+            result = await call(held.driver)
         except PauseTokenError:
+            self._deadlines.finish(deadline, cancelled=False)
             if held is not None:
                 await self._connections.release(held)
             raise
-        except BaseException as exc:
+        except BaseException as caught:
+            exc = caught
+            if self._deadlines.finish(
+                deadline, cancelled=isinstance(caught, asyncio.CancelledError)
+            ):
+                exc = TimeoutError()  # what asyncio.timeout() raises, chained the same way
+                exc.__cause__ = caught
             if held is not None:
                 await self._connections.discard(held, exc)
             if not isinstance(exc, Exception):
                 raise  # cancellation and exits pass through untouched
             raise self._failure(op, exc, startup=startup) from exc
+        self._deadlines.finish(deadline, cancelled=False)
         await self._connections.release(held)
         return result
 
