@@ -15,7 +15,7 @@ their engine families.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pausetoken.plugins import ClaimOutcome, ClaimResult, PauseState
 from pausetoken_sqlalchemy._statements import (
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from pausetoken_sqlalchemy._statements import ClaimArgs
 
 __all__ = ["ReturningStatements"]
+
+# Results are frozen: the common ones are made once, not per claim.
+_CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
+_REVOKED: Final = ClaimResult(ClaimOutcome.REVOKED)
 
 
 class ReturningStatements(Statements):
@@ -140,13 +144,13 @@ class ReturningStatements(Statements):
         if state == PauseState.CLAIMED.value:
             # Written by this statement (inserted or taken over) only if its stamp came back.
             if lease_id == args.lease_id and updated_at_us == stamp:
-                return ClaimResult(ClaimOutcome.CLAIMED)
+                return _CLAIMED
             until = None if lease_until_us is None else from_us(lease_until_us)
             return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=until)
         if state == PauseState.REDEEMED.value:
             return redeemed(response_hash, args)
         if state == PauseState.REVOKED.value:
-            return ClaimResult(ClaimOutcome.REVOKED)
+            return _REVOKED
         raise unexpected_state(state)
 
     async def renew(self, conn: Any, key: bytes, lease_id: str, lease_until_us: int) -> bool:
