@@ -40,6 +40,9 @@ __all__ = ["SqliteFamily", "SqliteStatements"]
 _BUSY_TIMEOUT_MS: Final = 30_000
 #: ``RETURNING`` arrived in SQLite 3.35.
 _MIN_VERSION: Final = (3, 35, 0)
+# The names `SqliteStatements._param()` gives the parameters, made once rather than per
+# statement (no statement has more than nine).
+_NAMES: Final = tuple(f"p{index}" for index in range(1, 10))
 # Errors after which the shared connection is still usable: a lock wait that ran out, a
 # cancelled wait (aiosqlite finishes the statement on its thread anyway).
 _SURVIVABLE: Final = (asyncio.CancelledError, TimeoutError, sqlite3.OperationalError)
@@ -65,7 +68,7 @@ class SqliteStatements(ReturningStatements):
         return f":p{index}"
 
     def _bind(self, args: Sequence[Any]) -> Any:
-        return {f"p{index}": value for index, value in enumerate(args, start=1)}
+        return dict(zip(_NAMES[: len(args)], args, strict=True))
 
     async def _fetch(self, conn: Any, sql: str, args: Any) -> Sequence[Any]:
         rows: Sequence[Any] = await conn.execute_fetchall(sql, args)
