@@ -5,11 +5,13 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import time
 from typing import TYPE_CHECKING
 
+import attrs
 import pytest
 
 if TYPE_CHECKING:
@@ -113,23 +115,79 @@ def redis_cluster(directory: Path, *, masters: int = 3, replicas: int = 1) -> It
     Started on free loopback ports, formed with ``redis-cli --cluster create``, and stopped
     (every process killed) afterwards. The first ``masters`` ports are the masters.
     """
+    with private_cluster(directory, masters=masters, replicas=replicas) as cluster:
+        yield cluster.ports
+
+
+@attrs.define
+class PrivateCluster:
+    """A running Redis Cluster a test started: its nodes, and how to stop and freeze them.
+
+    ``processes[i]`` serves ``ports[i]`` with its files (``nodes.conf``, the append-only file
+    when ``durable``) in ``directory / str(port)``; `restart_node()` starts a node again on
+    them, so it rejoins the cluster as the node it was.
+    """
+
+    directory: Path
+    ports: list[int]
+    node_options: tuple[str, ...]
+    processes: list[subprocess.Popen[bytes]] = attrs.field(factory=list)
+
+    @property
+    def url(self) -> str:
+        """A ``redis+cluster://`` URL seeded with the masters."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{p}" for p in self.ports) + "/"
+
+    def start_node(self, index: int) -> subprocess.Popen[bytes]:
+        """Start node ``index`` on its port and files; wait until it answers."""
+        port = self.ports[index]
+        config = str(self.directory / str(port) / "nodes.conf")
+        options = (*self.node_options, "--cluster-config-file", config)
+        return start_server(self.directory / str(port), port, *options)
+
+    def restart_node(self, index: int) -> None:
+        """Start node ``index`` again after it was stopped."""
+        self.processes[index] = self.start_node(index)
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every node stopped with SIGSTOP (connections stay open and go unanswered, as
+        behind a firewall that drops packets), and continued at the end."""
+        for process in self.processes:
+            process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for process in self.processes:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def private_cluster(
+    directory: Path, *, masters: int = 3, replicas: int = 1, durable: bool = False
+) -> Iterator[PrivateCluster]:
+    """A Redis Cluster of ``masters`` masters with ``replicas`` replicas each.
+
+    Started on free loopback ports, formed with ``redis-cli --cluster create``, and stopped
+    (every process killed) afterwards. The first ``masters`` nodes are the masters. With
+    ``durable``, every node runs with `DURABLE` (each acknowledged write on its disk).
+    """
     _, cli = redis_binaries()
     ports: list[int] = []
     while len(ports) < masters * (1 + replicas):
         port = free_cluster_port()
         if port not in ports:
             ports.append(port)
-    running: list[subprocess.Popen[bytes]] = []
-    node_options = ("--appendonly", "no", "--cluster-enabled", "yes")
+    persistence = DURABLE if durable else ("--appendonly", "no")
+    cluster = PrivateCluster(
+        directory,
+        ports,
+        (*persistence, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000"),
+    )
     try:
-        for port in ports:
-            config = str(directory / str(port) / "nodes.conf")
-            options = (*node_options, "--cluster-config-file", config)
-            running.append(
-                start_server(
-                    directory / str(port), port, *options, "--cluster-node-timeout", "2000"
-                )
-            )
+        for index in range(len(ports)):
+            cluster.processes.append(cluster.start_node(index))
         nodes = [f"127.0.0.1:{port}" for port in ports]
         subprocess.run(
             [
@@ -147,9 +205,11 @@ def redis_cluster(directory: Path, *, masters: int = 3, replicas: int = 1) -> It
         )
         for port in ports:
             wait_cluster_ok(port)
-        yield ports
+        yield cluster
     finally:
-        for process in running:
+        for process in cluster.processes:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGCONT)
             stop(process)
 
 
