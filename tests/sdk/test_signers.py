@@ -691,3 +691,90 @@ def test_a_sealed_token_with_a_short_nonce_is_malformed() -> None:
     parts = SEALER.sign({"a": 1}).split(".")
     parts[2] = b64(b"\x00" * 8)
     assert refused(".".join(parts), SEALER) == "token_malformed"
+
+
+# -- HS256 headers this signer writes are checked with the standard library's HMAC --------------
+
+
+def _general(ring: KeyRing) -> JoseSigner:
+    """A signer over ``ring`` that checks every token through joserfc's algorithm objects."""
+    signer = JoseSigner(ring)
+    signer._hmac_secrets = {}  # the path the standard-library one is compared with
+    return signer
+
+
+def _outcome(signer: Signer, token: str, now: float = 0.0) -> tuple[str, object]:
+    try:
+        return "verified", signer.verify(token, now=now)
+    except InvalidToken as exc:
+        return "refused", exc.code
+
+
+ROTATED = RING.rotate(grace=timedelta(seconds=5), now=datetime.fromtimestamp(0, tz=UTC))
+
+
+def test_the_signers_own_hs256_headers_take_the_standard_library_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_joserfc(*_args: object) -> NoReturn:
+        raise AssertionError
+
+    tokens = [JoseSigner(RING).sign({"x": 1}), JoseSigner(ROTATED).sign({"x": 1})]
+    monkeypatch.setattr(HMACAlgorithm, "verify", no_joserfc)
+    for token in tokens:
+        assert JoseSigner(ROTATED).verify(token, now=0.0) == {"x": 1}
+
+
+@given(claims=pst.json_objects(), data=st.data(), now=st.sampled_from([0.0, 4.0, 5.0, 6.0]))
+def test_the_standard_library_hmac_path_decides_as_the_general_path(
+    claims: dict[str, Any], data: st.DataObject, now: float
+) -> None:
+    old = JoseSigner(RING).sign(claims)  # under k1, retired at 5 in ROTATED
+    new = JoseSigner(ROTATED).sign(claims)
+    token = data.draw(st.sampled_from([old, new]) | _mutations(old) | _mutations(new))
+    fast, general = JoseSigner(ROTATED), _general(ROTATED)
+    assert _outcome(fast, token, now) == _outcome(general, token, now)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        HEADER,  # json.dumps' default separators
+        {"kid": "k1", "typ": "pause+jwt", "alg": "HS256"},
+        {"typ": "pause+jwt", "alg": "HS256", "kid": "k1"},
+    ],
+)
+@pytest.mark.parametrize("key", [SECRET, secrets.token_bytes(32)], ids=["right", "wrong"])
+def test_other_forms_of_a_valid_header_verify_or_are_refused_as_before(
+    header: dict[str, Any], key: bytes
+) -> None:
+    compact = json.dumps(header, separators=(",", ":")).encode()
+    for raw in (json.dumps(header).encode(), compact):
+        token = forge(raw, key=key)
+        assert _outcome(SIGNER, token) == _outcome(_general(RING), token)
+        assert _outcome(SIGNER, token)[0] == ("verified" if key == SECRET else "refused")
+
+
+def test_the_standard_library_path_refuses_retired_keys_and_empty_signatures() -> None:
+    compact = json.dumps(HEADER, separators=(",", ":")).encode()
+    token = forge(compact)
+    signer = JoseSigner(ROTATED)
+    assert signer.verify(token, now=4.0) == {"x": 1}
+    assert refused(token, signer, now=5.0) == "token_key_retired"
+    assert refused(token.rsplit(".", 1)[0] + ".", signer) == "token_malformed"
+
+
+def test_algorithms_narrowed_away_from_hs256_leave_no_hmac_shortcut() -> None:
+    ring = KeyRing.from_jwks(
+        {
+            "active": "ed",
+            "keys": [
+                KeyRing.generate("EdDSA", kid="ed").to_jwks()["keys"][0],
+                {**RING.to_jwks()["keys"][0], "retire_at": 10},
+            ],
+        }
+    )
+    compact = json.dumps(HEADER, separators=(",", ":")).encode()
+    signer = JoseSigner(ring, algorithms=["EdDSA"])
+    assert refused(forge(compact), signer) == "token_algorithm_not_allowed"
+    assert JoseSigner(ring).verify(forge(compact), now=0.0) == {"x": 1}

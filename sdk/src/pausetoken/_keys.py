@@ -39,6 +39,7 @@ __all__ = [
     "KeyRing",
     "check_secret",
     "read_keys_file",
+    "ring_keys",
 ]
 
 logger = logging.getLogger("pausetoken.keys")
@@ -883,3 +884,11 @@ def _check_key_file_mode(path: str, mode: int) -> None:
             path,
             shown,
         )
+
+
+def ring_keys(ring: KeyRing) -> tuple[tuple[str, Algorithm, JoseKey], ...]:
+    """Every key of ``ring`` as ``(kid, alg, key)``, retired or not, for a signer's set-up.
+
+    Retirement is still checked per token by `KeyRing.key_for()`.
+    """
+    return tuple((e.kid, e.alg, e.key) for e in ring._entries)  # noqa: SLF001

@@ -1,12 +1,14 @@
 """The built-in signers: signed (JWS) and sealed (JWE) compact tokens, verified strictly.
 
 joserfc provides the cryptography (its JWS algorithm objects and its AES-GCM content
-encryption); everything around it is done here, in the verification order of the Security
-page, cheapest and unauthenticated checks first: size, header length, shape, header JSON,
-``alg`` allow-list, header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement,
-algorithm), signature or decryption, payload JSON. joserfc's own ``jwt.decode`` accepts
-duplicate members, any ``kid`` with a single key, extra headers and a missing ``typ``; none
-of that passes here.
+encryption; an HS256 token whose header is byte for byte the one the signer writes for one of
+its keys is checked with the standard library's HMAC, the same computation with fewer
+calls); everything around it is done here, in the verification order of the Security page,
+cheapest and unauthenticated checks first: size, header length, shape, header JSON, ``alg``
+allow-list, header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement, algorithm),
+signature or decryption, payload JSON. joserfc's own ``jwt.decode`` accepts duplicate
+members, any ``kid`` with a single key, extra headers and a missing ``typ``; none of that
+passes here.
 
 Header members are checked by name before their values are looked at, so a token that
 names ``alg: none``, no ``alg``, a wrapped key or a ``crit``/``jwk``/``x5c`` member gets the
@@ -15,6 +17,7 @@ code of that attack whatever the member's JSON type, and no key is consulted for
 
 from __future__ import annotations
 
+import hmac
 import json
 import secrets
 from collections.abc import Collection, Mapping
@@ -32,7 +35,7 @@ from pausetoken._compact import (
     parse_payload,
     split_token,
 )
-from pausetoken._keys import KID_PATTERN, KeyRing
+from pausetoken._keys import KID_PATTERN, KeyRing, ring_keys
 from pausetoken._policy import DEFAULT_MAX_TOKEN_BYTES, token_bytes_problem
 from pausetoken._signer_api import SIGNERS_API_VERSION
 from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
@@ -108,6 +111,39 @@ def _names(extra: Collection[str]) -> str:
     return ", ".join(shown)
 
 
+def _jws_header_segment(alg: str, kid: str) -> str:
+    """The protected header segment this signer writes for ``kid`` (and nothing else)."""
+    header = {"alg": alg, "typ": TOKEN_TYPE, "kid": kid}
+    return b64url_encode(json.dumps(header, separators=(",", ":")).encode("ascii"))
+
+
+def _hmac_secrets(keys: KeyRing, allowed: frozenset[str]) -> dict[str, tuple[str, bytes]]:
+    """Header segment -> ``(kid, secret)`` for the HS256 keys checked with the stdlib's HMAC.
+
+    Only the exact segment `_jws_header_segment()` writes is listed, and only after it passed
+    the same header checks as any other token; the algorithm is the key's own (configuration,
+    never the token). A key joserfc would refuse to verify with (``key_ops`` without
+    ``verify``, an empty secret) is left to the general path, which refuses it as before.
+    """
+    fast: dict[str, tuple[str, bytes]] = {}
+    if "HS256" not in allowed:
+        return fast
+    for kid, alg, key in ring_keys(keys):
+        if alg != "HS256" or not isinstance(key, OctKey):
+            continue
+        try:
+            secret = key.get_op_key("verify")
+        except JoseError:
+            continue
+        if not isinstance(secret, bytes) or not secret:
+            continue
+        segment = _jws_header_segment(alg, kid)
+        checked = _check_header(parse_header(segment), allowed=allowed, members=_JWS_HEADER_MEMBERS)
+        if checked == (alg, kid):
+            fast[segment] = (kid, secret)
+    return fast
+
+
 def _check_size_option(max_token_bytes: object) -> int:
     problem = token_bytes_problem("max_token_bytes", max_token_bytes)
     if problem is not None:
@@ -179,7 +215,14 @@ class JoseSigner:
     #: The signer protocol version this class implements.
     api_version: ClassVar[int] = SIGNERS_API_VERSION
 
-    __slots__ = ("_allowed", "_header_cache", "_keys", "_max_token_bytes", "_signing")
+    __slots__ = (
+        "_allowed",
+        "_header_cache",
+        "_hmac_secrets",
+        "_keys",
+        "_max_token_bytes",
+        "_signing",
+    )
 
     def __init__(
         self,
@@ -209,12 +252,11 @@ class JoseSigner:
         self._allowed = allowed
         self._max_token_bytes = _check_size_option(max_token_bytes)
         self._header_cache = _HeaderCache()
+        self._hmac_secrets = _hmac_secrets(keys, allowed)
         self._signing: tuple[str, JoseKey, JWSAlgModel] | None = None
         if keys.can_sign:
             kid, key, alg = keys.signing_key()
-            header = {"alg": alg, "typ": TOKEN_TYPE, "kid": kid}
-            segment = b64url_encode(json.dumps(header, separators=(",", ":")).encode("ascii"))
-            self._signing = (segment, key, _JWS_ALGORITHMS[alg])
+            self._signing = (_jws_header_segment(alg, kid), key, _JWS_ALGORITHMS[alg])
 
     @classmethod
     def from_keys(cls, keys: KeyRing, **options: Any) -> Self:
@@ -265,6 +307,9 @@ class JoseSigner:
         header_segment, payload_segment, signature_segment = split_token(
             token, max_token_bytes=self._max_token_bytes
         )
+        hmac_key = self._hmac_secrets.get(header_segment)
+        if hmac_key is not None:
+            return self._verify_hmac(token, hmac_key, payload_segment, signature_segment, now)
         checked = self._header_cache.get(header_segment)
         if checked is None:
             header = parse_header(header_segment)
@@ -287,6 +332,30 @@ class JoseSigner:
             msg = "the token's signature could not be checked"
             raise InvalidToken(msg, code="token_signature_invalid") from exc
         if not valid:
+            _fail("token_signature_invalid", "the token's signature is not valid")
+        return parse_payload(b64decode_segment(payload_segment))
+
+    def _verify_hmac(
+        self,
+        token: str,
+        hmac_key: tuple[str, bytes],
+        payload_segment: str,
+        signature_segment: str,
+        now: float,
+    ) -> dict[str, Any]:
+        """`verify()` for a header this signer writes for one of its HS256 keys.
+
+        The checks and their order are those of the general path; only the HMAC is computed
+        by the standard library (joserfc's does the same computation through more calls).
+        """
+        if not signature_segment:
+            _fail("token_malformed", "the token has no signature")
+        kid, secret = hmac_key
+        self._keys.key_for(kid, now=now)  # unknown (never, here) or retired
+        signature = b64decode_segment(signature_segment)
+        signing_input = token[: len(token) - len(signature_segment) - 1]
+        expected = hmac.digest(secret, signing_input.encode("ascii"), "sha256")
+        if not hmac.compare_digest(signature, expected):
             _fail("token_signature_invalid", "the token's signature is not valid")
         return parse_payload(b64decode_segment(payload_segment))
 
