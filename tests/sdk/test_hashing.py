@@ -9,7 +9,7 @@ import math
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import pydantic
@@ -19,6 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pausetoken import Scope, canonical_json, hash_payload, hash_scope
+from pausetoken import _hashing as hashing
+from pausetoken._hashing import MAX_DEPTH, to_json_value
 from pausetoken.exceptions import UnsupportedPayload
 from pausetoken.testing import strategies as pst
 
@@ -215,3 +217,71 @@ def test_canonical_bytes_match_rfc8785_for_any_unicode_keys(value: dict[str, Any
 def test_lone_surrogates_are_refused() -> None:
     with pytest.raises(UnsupportedPayload):
         hash_payload({"x": "\ud800"})
+
+
+# -- plain JSON data is encoded without being converted first ------------------------------------
+
+
+def _full_path(value: Any) -> bytes:
+    """The reference encoding: convert, then RFC 8785's own encoder, errors as canonical_json's."""
+    converted = to_json_value(value)
+    try:
+        return rfc8785.dumps(converted)
+    except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
+        msg = "payload cannot be encoded as canonical JSON"
+        raise UnsupportedPayload(msg) from exc
+
+
+def _encoded(encode: Any, value: Any) -> tuple[str, object]:
+    try:
+        return "encoded", encode(value)
+    except UnsupportedPayload as exc:
+        return "refused", exc.detail
+
+
+class _Text(str):
+    __slots__ = ()
+
+
+_awkward_text = st.text(max_size=8) | st.text(
+    st.characters(min_codepoint=0xD7F0, max_codepoint=0x1F680), max_size=4
+)
+_anything = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats()
+    | _awkward_text
+    | _awkward_text.map(_Text)
+    | st.binary(max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=4).map(tuple)
+        | st.dictionaries(_awkward_text | st.integers(0, 3), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@given(_anything)
+def test_the_plain_json_fast_path_encodes_and_refuses_as_the_full_path(value: Any) -> None:
+    assert _encoded(canonical_json, value) == _encoded(_full_path, value)
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2])
+@pytest.mark.parametrize("leaf", ["leaf", 1, 1.5, [], {}])
+def test_the_fast_path_keeps_the_depth_limit(depth: int, leaf: Any) -> None:
+    value: Any = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    assert _encoded(canonical_json, value) == _encoded(_full_path, value)
+
+
+def test_plain_json_is_encoded_without_conversion(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_conversion(*_args: object, **_kwargs: object) -> NoReturn:
+        raise AssertionError
+
+    value = {"b": [1, "é", None, True, {"ключ": 2**53 - 1}], "a": ""}
+    expected = rfc8785.dumps(value)
+    monkeypatch.setattr(hashing, "to_json_value", no_conversion)
+    assert canonical_json(value) == expected

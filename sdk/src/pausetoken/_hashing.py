@@ -124,6 +124,44 @@ def _needs_full_encoder(value: JSONValue) -> bool:
     return False
 
 
+# What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) uses,
+# built once: json.dumps builds a new encoder on every call with these options.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_SCALARS = frozenset({str, bool, type(None)})
+
+
+def _plain(obj: Any) -> bool:
+    """Whether ``obj`` is plain JSON that json.dumps writes exactly as RFC 8785 does.
+
+    Plain means `to_json_value()` would return an equal copy and `_needs_full_encoder()`
+    would be false. Only the exact built-in types count (``dict`` with ``str`` keys,
+    ``list``, ``str``, ``int`` within 2**53 - 1, ``bool``, ``None``) at most `MAX_DEPTH`
+    levels deep; anything else, floats included, takes the full path, which converts or
+    refuses it.
+    """
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return False
+        elif kind is dict:
+            for key, child in item.items():
+                if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
+                    return False
+                stack.append((child, depth + 1))
+        elif kind is list:
+            stack.extend((child, depth + 1) for child in item)
+        else:
+            return False
+    return True
+
+
 def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> bytes:
     """Encode ``obj`` as RFC 8785 canonical JSON (the bytes that are hashed).
 
@@ -131,13 +169,15 @@ def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> by
         UnsupportedPayload: as `to_json_value()`, and for strings that are not valid
             Unicode (lone surrogates).
     """
-    value = to_json_value(obj, converter=converter)
+    # Plain JSON data (what a checkpoint or a converter hands over) is encoded as it is:
+    # converting it would only copy it.
+    plain = _plain(obj)
+    value = obj if plain else to_json_value(obj, converter=converter)
     try:
-        if _needs_full_encoder(value):
+        if not plain and _needs_full_encoder(value):
             return rfc8785.dumps(value)
         # The common case (no floats): the C encoder writes exactly RFC 8785's bytes.
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return text.encode("utf-8")
+        return _ENCODER.encode(value).encode("utf-8")
     except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
         msg = "payload cannot be encoded as canonical JSON"
         raise UnsupportedPayload(msg) from exc
