@@ -90,6 +90,7 @@ class SecretsWatch:
             self._patch(patches, PauseTokens, "register", self._wrap_register)
             self._patch(patches, PauseTokens, "mint", self._wrap_mint)
             self._patch(patches, PauseTokens, "redeem", self._wrap_redeem)
+            self._patch(patches, PauseTokens, "consume", self._wrap_consume)
             for signer in (JoseSigner, SealedSigner):
                 self._patch(patches, signer, "sign", self._wrap_sign)
             yield
@@ -149,6 +150,18 @@ class SecretsWatch:
             return original(service, token, response, **options)
 
         return redeem
+
+    def _wrap_consume(self, original: Any) -> Any:
+        # consume() redeems without going through redeem(): it is watched on its own.
+        watch = self
+
+        async def consume(service: PauseTokens, token: Any, response: Any, **options: Any) -> Any:
+            watch.remember_text(response)
+            if isinstance(token, str):
+                watch.remember_token(token)
+            return await original(service, token, response, **options)
+
+        return consume
 
     def _wrap_sign(self, original: Any) -> Any:
         watch = self

@@ -756,3 +756,61 @@ async def test_the_expected_interrupt_is_checked_after_the_scope(tokens: PauseTo
     token = await mint(tokens)
     with pytest.raises(ScopeMismatch):
         await tokens.consume(token, {"approved": True}, scope=GLOBEX, expect=ESCALATE)
+
+
+# -- consume() is redeem() with an empty body ----------------------------------------------------
+
+
+class _CommitRefused(MemoryStore):
+    """Claims as usual, then answers that the lease no longer holds the claim."""
+
+    async def commit(self, pause_key: str, lease_id: str, expires_at: Any) -> bool:
+        await super().commit(pause_key, lease_id, expires_at)
+        return False
+
+
+async def _redeem_with_empty_body(
+    tokens: PauseTokens, token: str, answer: Any, scope: Scope
+) -> Any:
+    async with tokens.redeem(token, answer, scope=scope) as done:
+        return done
+
+
+@pytest.mark.parametrize("commit_refused", [False, True])
+async def test_consume_decides_and_reports_as_redeem_with_an_empty_body(
+    keys: KeyRing, clock: Clock, *, commit_refused: bool
+) -> None:
+    async def scenario(redeem: Any) -> list[object]:
+        events: list[Any] = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MemoryStoreWarning)
+            store = _CommitRefused() if commit_refused else MemoryStore()
+        checkpoints = MemoryCheckpoints()
+        tokens = make_service(keys, store, checkpoints, clock, observers=[events.append])
+        token, other = await mint(tokens), await mint(tokens, thread_id="thread-2")
+        outcomes: list[object] = []
+        attempts = [
+            (token, {"approved": True}, ACME),
+            (token, {"approved": True}, ACME),
+            (token, {"approved": False}, ACME),
+            (token, {"approved": "yes"}, ACME),
+            (other, {"approved": True}, GLOBEX),
+            ("not-a-token", {"approved": True}, ACME),
+        ]
+        for at, (which, answer, scope) in enumerate(attempts):
+            if at == 2:  # the run moves on after the first two answers
+                checkpoints.advance("thread-1")
+            try:
+                done = await redeem(tokens, which, answer, scope)
+            except Exception as exc:
+                outcomes.append((type(exc).__name__, getattr(exc, "code", None)))
+            else:
+                outcomes.append((done.replayed, done.response, done.payload, done.lease is None))
+        outcomes.append(await tokens.status(token, scope=ACME))
+        outcomes.append([(e.kind, e.outcome, e.code) for e in events])
+        return outcomes
+
+    def consume(tokens: PauseTokens, token: str, answer: Any, scope: Scope) -> Any:
+        return tokens.consume(token, answer, scope=scope)
+
+    assert await scenario(consume) == await scenario(_redeem_with_empty_body)

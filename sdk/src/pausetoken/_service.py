@@ -119,6 +119,16 @@ class _Checked:
     stale: StaleToken | CheckpointNotFound | None = None
 
 
+@attrs.define
+class _Claimed:
+    """A claim this worker holds on a pause, its lease renewed until commit or release."""
+
+    checked: _Checked
+    key: str
+    lease_id: str
+    lease: Lease
+
+
 class PauseTokens:
     """Mints pause tokens and redeems their answers exactly once.
 
@@ -642,14 +652,42 @@ class PauseTokens:
         principal: str | None,
         expect: Interrupt[Any, Any] | None,
     ) -> AsyncIterator[Redemption[Any, Any]]:
+        claimed = await self._claim(
+            token, response, scope=scope, principal=principal, expect=expect
+        )
+        if not isinstance(claimed, _Claimed):
+            yield claimed
+            return
+        checked, lease = claimed.checked, claimed.lease
+        try:
+            try:
+                yield self._redemption(checked, replayed=False, lease=lease)
+            except BaseException:
+                await lease.stop()
+                await self._release(checked, claimed.key, claimed.lease_id)
+                raise
+            await self._commit(checked, claimed.key, claimed.lease_id, lease)
+        finally:
+            await lease.stop()
+        self._committed(checked.claims)
+
+    async def _claim(
+        self,
+        token: str,
+        response: Any,
+        *,
+        scope: Scope,
+        principal: str | None,
+        expect: Interrupt[Any, Any] | None,
+    ) -> _Claimed | Redemption[Any, Any]:
+        """Check, then claim: the claim held (its lease renewed), or the replay's answer."""
         expected = None if expect is None else self._registered(expect)
         checked = await self._check(
             token, response, scope=scope, principal=principal, expect=expected
         )
         claims = checked.claims
         if checked.stale is not None:
-            yield await self._replay_or_raise(checked, checked.stale)
-            return
+            return await self._replay_or_raise(checked, checked.stale)
         key = claims.pause_key
         lease_id = secrets.token_urlsafe(16)
         now = checked.now
@@ -670,8 +708,7 @@ class PauseTokens:
         )
         if result.outcome is not ClaimOutcome.CLAIMED:
             self._refuse(checked, result.outcome, result.lease_until)
-            yield self._redemption(checked, replayed=True)
-            return
+            return self._redemption(checked, replayed=True)
         if self._observing:
             self._observe(EventKind.CLAIMED, claims, outcome="claimed", at=now)
         lease = Lease(
@@ -684,16 +721,9 @@ class PauseTokens:
             on_renewal=self._renewal_observer(claims) if self._observing else None,
         )
         lease.keep()
-        try:
-            try:
-                yield self._redemption(checked, replayed=False, lease=lease)
-            except BaseException:
-                await lease.stop()
-                await self._release(checked, key, lease_id)
-                raise
-            await self._commit(checked, key, lease_id, lease)
-        finally:
-            await lease.stop()
+        return _Claimed(checked, key, lease_id, lease)
+
+    def _committed(self, claims: Claims) -> None:
         logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
         if self._observing:
             self._observe(EventKind.COMMITTED, claims, outcome="committed", at=self.clock())
@@ -831,10 +861,21 @@ class PauseTokens:
         Returns:
             The redemption; ``replayed`` is true for a retry of a committed answer.
         """
-        async with self.redeem(
+        # redeem() with an empty body, without the context manager: there is no body that
+        # could raise between the claim and the commit, so nothing is ever released here.
+        claimed = await self._claim(
             token, response, scope=scope, principal=principal, expect=expect
-        ) as done:
-            return done
+        )
+        if not isinstance(claimed, _Claimed):
+            return claimed
+        checked, lease = claimed.checked, claimed.lease
+        done = self._redemption(checked, replayed=False, lease=lease)
+        try:
+            await self._commit(checked, claimed.key, claimed.lease_id, lease)
+        finally:
+            await lease.stop()
+        self._committed(checked.claims)
+        return done
 
     async def _check(
         self,
