@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import warnings
 from datetime import timedelta
 from decimal import Decimal
@@ -43,7 +44,7 @@ from pausetoken.exceptions import (
     UnknownInterrupt,
     UnsupportedPayload,
 )
-from pausetoken.plugins import PauseState
+from pausetoken.plugins import PauseState, fingerprint
 
 if TYPE_CHECKING:
     import cattrs
@@ -814,3 +815,18 @@ async def test_consume_decides_and_reports_as_redeem_with_an_empty_body(
         return tokens.consume(token, answer, scope=scope)
 
     assert await scenario(consume) == await scenario(_redeem_with_empty_body)
+
+
+@pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO, logging.WARNING])
+async def test_mint_and_redeem_log_the_jti_fingerprint_when_their_level_is_on(
+    tokens: PauseTokens, caplog: pytest.LogCaptureFixture, level: int
+) -> None:
+    caplog.set_level(level, logger="pausetoken.service")
+    token = await mint(tokens)
+    jti = tokens.verify(token).jti
+    await tokens.consume(token, {"approved": True}, scope=ACME)
+    logged = {r.getMessage(): r for r in caplog.records if r.name == "pausetoken.service"}
+    expected = {"minted", "redeemed"} if level == logging.DEBUG else {"redeemed"}
+    assert set(logged) == (expected if level <= logging.INFO else set())
+    for record in logged.values():
+        assert (record.jti, record.interrupt) == (fingerprint(jti), "refund")

@@ -490,7 +490,8 @@ class PauseTokens:
         )
         await self._refuse_closed_pause(claims)
         token = self.signer.sign(claims.to_dict())
-        logger.debug("minted", extra={"jti": fingerprint(claims.jti), "interrupt": name})
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("minted", extra=_log_fields(claims))
         if self._observing:
             self._observe(EventKind.MINTED, claims, outcome="minted", at=now)
         return InterruptEvent(
@@ -724,7 +725,9 @@ class PauseTokens:
         return _Claimed(checked, key, lease_id, lease)
 
     def _committed(self, claims: Claims) -> None:
-        logger.info("redeemed", extra={"jti": fingerprint(claims.jti), "interrupt": claims.name})
+        # The fingerprint costs a hash: only for a record that is kept.
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("redeemed", extra=_log_fields(claims))
         if self._observing:
             self._observe(EventKind.COMMITTED, claims, outcome="committed", at=self.clock())
 
@@ -742,7 +745,6 @@ class PauseTokens:
             CommitUnconfirmed: the store could not be reached before the lease ended.
         """
         claims = checked.claims
-        log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
         delay = _COMMIT_RETRY_FIRST_S
         while True:
             try:
@@ -752,7 +754,7 @@ class PauseTokens:
             except StoreUnavailable as exc:
                 if lease.lost or lease.lapsed():
                     logger.exception(
-                        "commit unconfirmed: the run may have resumed", extra=log_extra
+                        "commit unconfirmed: the run may have resumed", extra=_log_fields(claims)
                     )
                     unconfirmed = CommitUnconfirmed()
                     if self._observing:
@@ -764,7 +766,9 @@ class PauseTokens:
                             code=unconfirmed.code,
                         )
                     raise unconfirmed from exc
-                logger.warning("commit failed; retrying while the lease holds", extra=log_extra)
+                logger.warning(
+                    "commit failed; retrying while the lease holds", extra=_log_fields(claims)
+                )
                 remaining = lease.until.timestamp() - self.clock()
                 await asyncio.sleep(max(0.0, min(delay, remaining)))
                 delay = min(delay * 2, _COMMIT_RETRY_MAX_S)
@@ -774,11 +778,11 @@ class PauseTokens:
             return
         record = await self._status_or_none(key)
         if record is not None and record.state is PauseState.REVOKED:
-            logger.error("claim revoked after it lapsed, before commit", extra=log_extra)
+            logger.error("claim revoked after it lapsed, before commit", extra=_log_fields(claims))
             msg = "the claim lapsed while the body ran and the pause was then revoked"
             lost = LeaseLost(msg, code="lease_revoked")
         else:
-            logger.error("lease lost before commit", extra=log_extra)
+            logger.error("lease lost before commit", extra=_log_fields(claims))
             lost = LeaseLost()
         if self._observing:
             self._observe(
@@ -952,7 +956,7 @@ class PauseTokens:
         self, checked: _Checked, outcome: ClaimOutcome, lease_until: datetime | None
     ) -> None:
         """Raise for every claim outcome but an idempotent retry."""
-        log_extra = {"jti": fingerprint(checked.claims.jti), "interrupt": checked.claims.name}
+        log_extra = _log_fields(checked.claims)
         if outcome is ClaimOutcome.REDEEMED_SAME:
             logger.info("idempotent retry answered", extra=log_extra)
             if self._observing:
@@ -1081,7 +1085,7 @@ class PauseTokens:
             )
         )
         status = _status_of(record.state)
-        log_extra = {"jti": fingerprint(claims.jti), "interrupt": claims.name}
+        log_extra = _log_fields(claims)
         logger.info("revoke: %s", status.value, extra=log_extra)
         if self._observing:
             self._observe(EventKind.REVOKED, claims, outcome=status.value, at=now)
@@ -1149,6 +1153,11 @@ def _response_hash(interrupt: Interrupt[Any, Any], response: Any) -> str:
     except UnsupportedPayload as exc:
         msg = "the response cannot be represented exactly as JSON"
         raise InvalidResponse(msg) from exc
+
+
+def _log_fields(claims: Claims) -> dict[str, str]:
+    """What a log record says about a token: its jti's fingerprint and its interrupt."""
+    return {"jti": fingerprint(claims.jti), "interrupt": claims.name}
 
 
 def _same_principal(bound: str, given: str | None) -> bool:
