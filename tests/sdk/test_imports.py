@@ -80,3 +80,16 @@ def test_the_backend_import_scan_sees_every_form_of_import() -> None:
     )
     modules = [module for _, module in _imported_modules(ast.parse(source))]
     assert modules == ["sqlalchemy.ext", "pausetoken_langgraph._demo", "langgraph.graph"]
+
+
+def test_defining_an_interrupt_loads_no_converter_and_using_one_does() -> None:
+    code = (
+        "import sys\n"
+        "from pausetoken import Interrupt\n"
+        "refund = Interrupt('refund', payload=dict, response=dict)\n"
+        "assert 'cattrs' not in sys.modules and 'pausetoken._structure' not in sys.modules\n"
+        "assert refund.structure_response({'ok': True}) == {'ok': True}\n"
+        "assert refund.to_json(refund.structure_payload({'a': [1]})) == {'a': [1]}\n"
+        "assert 'pausetoken._structure' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

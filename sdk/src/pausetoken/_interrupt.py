@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 # The converter machinery (cattrs' preconf modules) loads when an interrupt first reads or
-# writes a value, not when one is defined: the methods below import it where they use it.
+# writes a value, not when one is defined: the methods below load it through `_module()`.
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import ModuleType
 
     import cattrs
 
@@ -22,6 +25,16 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+
+
+def _module(name: str) -> ModuleType:
+    """The module ``name``, imported on first use.
+
+    A function-level import statement costs more than this lookup on every call, and these
+    run several times per redemption.
+    """
+    module = sys.modules.get(name)
+    return importlib.import_module(name) if module is None else module
 
 
 def _valid_name(_instance: object, _attribute: attrs.Attribute[Any], value: str) -> None:
@@ -93,9 +106,8 @@ class Interrupt(Generic[P, R]):
         """The converter this interrupt's payload and answer are read and written with."""
         if self._converter is not None:
             return self._converter
-        from pausetoken._structure import default_converter  # noqa: PLC0415
-
-        return default_converter
+        converter: cattrs.Converter = _module("pausetoken._structure").default_converter
+        return converter
 
     def structure_payload(self, value: Any) -> P:
         """Read a payload into the payload type (instances are checked the same way).
@@ -103,9 +115,9 @@ class Interrupt(Generic[P, R]):
         Raises:
             UnsupportedPayload: it does not fit (code ``invalid_payload``, naming the field).
         """
-        from pausetoken._structure import structure_payload  # noqa: PLC0415
-
-        typed: P = structure_payload(value, self.payload, converter=self.converter, name=self.name)
+        typed: P = _module("pausetoken._structure").structure_payload(
+            value, self.payload, converter=self.converter, name=self.name
+        )
         return typed
 
     def structure_response(self, value: Any) -> R:
@@ -114,9 +126,7 @@ class Interrupt(Generic[P, R]):
         Raises:
             InvalidResponse: it does not fit; ``field`` names the offending field.
         """
-        from pausetoken._structure import structure_response  # noqa: PLC0415
-
-        typed: R = structure_response(
+        typed: R = _module("pausetoken._structure").structure_response(
             value, self.response, converter=self.converter, name=self.name
         )
         return typed
@@ -127,6 +137,7 @@ class Interrupt(Generic[P, R]):
         Raises:
             UnsupportedPayload: the value cannot be represented exactly as JSON.
         """
-        from pausetoken._hashing import to_json_value  # noqa: PLC0415
-
-        return to_json_value(value, converter=self.converter)
+        plain: JSONValue = _module("pausetoken._hashing").to_json_value(
+            value, converter=self.converter
+        )
+        return plain
