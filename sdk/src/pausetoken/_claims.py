@@ -41,6 +41,10 @@ HASH_PATTERN: Final = re.compile(r"^[0-9a-f]{64}\Z")
 P = TypeVar("P")
 R = TypeVar("R")
 
+# json.dumps(value, ensure_ascii=False), built once: json.dumps builds an encoder per call
+# for any non-default option.
+_PAUSE_KEY_ENCODER: Final = json.JSONEncoder(ensure_ascii=False)
+
 
 def new_jti() -> str:
     """A fresh token id: 128 random bits, base64url (22 characters)."""
@@ -134,7 +138,7 @@ class Claims:
             self.checkpoint_id,
             self.interrupt_id,
         ]
-        encoded = json.dumps(["pausetoken.pause.v2", *bound], ensure_ascii=False)
+        encoded = _PAUSE_KEY_ENCODER.encode(["pausetoken.pause.v2", *bound])
         digest = hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).digest()
         return b64url_encode(digest)
 
