@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import types
 from typing import Any, NoReturn
 
 import attrs
@@ -285,3 +286,30 @@ def test_plain_json_is_encoded_without_conversion(monkeypatch: pytest.MonkeyPatc
     expected = rfc8785.dumps(value)
     monkeypatch.setattr(hashing, "to_json_value", no_conversion)
     assert canonical_json(value) == expected
+
+
+def _disguised(value: Any) -> Any:
+    """``value`` with every dict a read-only mapping and every list a tuple."""
+    if type(value) is dict:
+        return types.MappingProxyType({key: _disguised(item) for key, item in value.items()})
+    if type(value) is list:
+        return tuple(_disguised(item) for item in value)
+    return value
+
+
+def _converted(value: Any) -> tuple[str, object]:
+    try:
+        return "converted", to_json_value(value)
+    except UnsupportedPayload as exc:
+        return "refused", exc.detail
+
+
+@given(_anything)
+def test_dicts_and_lists_convert_as_any_other_mapping_and_sequence(value: Any) -> None:
+    assert _converted(value) == _converted(_disguised(value))
+
+
+def test_refusals_inside_lists_and_dicts_name_the_path() -> None:
+    with pytest.raises(UnsupportedPayload) as caught:
+        to_json_value({"a": [1, {"b": [None, float("nan")]}]})
+    assert "$.a[1].b[1]" in caught.value.detail

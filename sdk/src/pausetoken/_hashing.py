@@ -31,6 +31,9 @@ MAX_DEPTH = 64
 
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
+# The exact types that are their own JSON value.
+_SCALARS = frozenset({str, bool, type(None)})
+
 
 def _refuse(path: str, why: str) -> UnsupportedPayload:
     return UnsupportedPayload(f"payload at {path} cannot be hashed: {why}")
@@ -59,6 +62,12 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
         raise _refuse(_path, f"nested deeper than {MAX_DEPTH} levels")
     if obj is None or isinstance(obj, (bool, str)):
         return obj
+    # The built-in containers next: each would reach its branch below after the checks for
+    # enums, numbers, bytes and sets, which it never is.
+    if type(obj) is dict:
+        return _from_mapping(obj, converter, _path, _depth)
+    if type(obj) is list:
+        return _from_list(obj, converter, _path, _depth)
     if isinstance(obj, enum.Enum):
         return to_json_value(obj.value, converter=converter, _path=_path, _depth=_depth + 1)
     if isinstance(obj, int):
@@ -74,19 +83,9 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
     if isinstance(obj, (set, frozenset)):
         raise _refuse(_path, "sets have no order; use a sorted list")
     if isinstance(obj, Mapping):
-        out: dict[str, JSONValue] = {}
-        for key, value in obj.items():
-            if not isinstance(key, str):
-                raise _refuse(_path, "mapping keys must be strings")
-            out[key] = to_json_value(
-                value, converter=converter, _path=f"{_path}.{key}", _depth=_depth + 1
-            )
-        return out
+        return _from_mapping(obj, converter, _path, _depth)
     if isinstance(obj, (list, tuple)):
-        return [
-            to_json_value(item, converter=converter, _path=f"{_path}[{i}]", _depth=_depth + 1)
-            for i, item in enumerate(obj)
-        ]
+        return _from_list(obj, converter, _path, _depth)
     if attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj):
         conv = converter or default_converter
         return to_json_value(
@@ -95,6 +94,28 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
     if isinstance(obj, Sequence):
         raise _refuse(_path, f"{type(obj).__name__} is not a list or tuple")
     raise _refuse(_path, f"values of type {type(obj).__name__} are not supported")
+
+
+def _from_mapping(
+    obj: Mapping[Any, Any], converter: cattrs.Converter | None, path: str, depth: int
+) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {}
+    for key, value in obj.items():
+        if not isinstance(key, str):
+            raise _refuse(path, "mapping keys must be strings")
+        out[key] = to_json_value(
+            value, converter=converter, _path=f"{path}.{key}", _depth=depth + 1
+        )
+    return out
+
+
+def _from_list(
+    obj: list[Any] | tuple[Any, ...], converter: cattrs.Converter | None, path: str, depth: int
+) -> list[JSONValue]:
+    return [
+        to_json_value(item, converter=converter, _path=f"{path}[{i}]", _depth=depth + 1)
+        for i, item in enumerate(obj)
+    ]
 
 
 def _is_pydantic(obj: Any) -> bool:
@@ -127,7 +148,6 @@ def _needs_full_encoder(value: JSONValue) -> bool:
 # What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) uses,
 # built once: json.dumps builds a new encoder on every call with these options.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-_SCALARS = frozenset({str, bool, type(None)})
 
 
 def _plain(obj: Any) -> bool:
