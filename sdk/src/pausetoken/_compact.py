@@ -54,9 +54,8 @@ _BASE64URL: Final = re.compile(_OPT)
 _FORBIDDEN_NAME: Final = re.compile(rb'"(crit|b64|zip|jku|jwk|x5u|x5c)"[ \t\r\n]*:')
 
 _URLSAFE_TO_STANDARD: Final = bytes.maketrans(b"-_", b"+/")
-_B64_VALUES: Final = {
-    c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-}
+_ALPHABET: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_B64_VALUES: Final = {c: i for i, c in enumerate(_ALPHABET.decode("ascii"))}
 
 
 def _fail(code: str, msg: str) -> NoReturn:
@@ -77,11 +76,14 @@ def b64url_decode(text: str) -> bytes:
     Raises:
         ValueError: for anything else (callers raise their own typed error from it).
     """
-    if _BASE64URL.fullmatch(text) is None or not _canonical_end(text):
+    # What _BASE64URL matches, checked by deleting the alphabet from the ASCII bytes: the
+    # regular expression costs several times more on a token's payload.
+    raw = text.encode("ascii") if text.isascii() else b"?"
+    if raw.translate(None, _ALPHABET) or not _canonical_end(text):
         msg = "not canonical base64url without padding"
         raise ValueError(msg)
     try:
-        data = text.encode("ascii").translate(_URLSAFE_TO_STANDARD)
+        data = raw.translate(_URLSAFE_TO_STANDARD)
         return binascii.a2b_base64(data + b"=" * (-len(text) % 4), strict_mode=True)
     except binascii.Error as exc:
         msg = "not base64url"
