@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -119,6 +119,26 @@ def test_store_check_of_an_unusable_sqlite_file_says_why(
         "pausetoken store check: error [store_misconfigured] stopped at step "
         f'"schema": {said.format(tmp=tmp_path)}'
     ) in err
+
+
+def test_a_directory_named_as_the_sqlite_file_is_refused_before_connecting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiosqlite stops a failed connection's thread without waiting for it: once the command's
+    # event loop is closed, that thread raises "Event loop is closed" into whatever runs next.
+    import aiosqlite
+
+    attempts: list[object] = []
+    connect = aiosqlite.connect
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(args)
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(aiosqlite, "connect", counted)
+    assert main(["store", "check", f"sqlite+aiosqlite:///{tmp_path}"]) == 2
+    assert attempts == []
+    assert f"unable to open database file: {tmp_path} is a directory" in capsys.readouterr().err
 
 
 def _garbage(path: Path) -> Path:

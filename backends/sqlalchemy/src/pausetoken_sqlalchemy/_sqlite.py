@@ -120,17 +120,21 @@ class SqliteFamily(EngineFamily):
         return isinstance(exc, _SURVIVABLE)
 
     def refuse_before_connecting(self, url: URL, *, label: str) -> None:
-        """Refuse a file in a directory that does not exist.
+        """Refuse a file in a directory that does not exist, and a directory as the file.
 
-        SQLite cannot create a file there. Saying so before connecting also spares
-        aiosqlite's failed connection, whose thread would report the failure again after
-        the caller's event loop is gone.
+        SQLite cannot open either. Saying so before connecting also spares aiosqlite's
+        failed connection, whose thread would report the failure again after the caller's
+        event loop is gone.
         """
         if not _is_file_database(url) or url.database is None:
             return
         if url.database.startswith("file:"):
             return  # a URI filename: SQLite parses it
-        directory = Path(url.database).expanduser().absolute().parent
+        path = Path(url.database).expanduser().absolute()
+        if path.is_dir():
+            msg = f"{label}: unable to open database file: {path} is a directory"
+            raise ConfigurationError(msg, code="store_misconfigured")
+        directory = path.parent
         if not directory.is_dir():
             msg = f"{label}: unable to open database file: the directory {directory} does not exist"
             raise ConfigurationError(msg, code="store_misconfigured")
