@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -398,6 +400,87 @@ async def test_on_async_sqlite_saver_the_redemption_check_is_one_statement(
             await saver.conn.set_trace_callback(None)
     assert found.interrupt_id == first
     assert len(statements) == 1, statements
+
+
+@pytest.mark.parametrize("saver", ["postgresql"], indirect=True)
+async def test_on_async_postgres_saver_the_redemption_check_reads_no_full_checkpoint(
+    saver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    graph = Graphs(saver, Effects()).parallel()
+    config = thread()
+    await graph.ainvoke({"log": []}, config)
+    reader = LangGraphCheckpoints(graph)
+    head = await reader.head(config["configurable"]["thread_id"])
+    [first, second] = pending_interrupts(head.pending_writes)
+
+    async def full_read(*args: object) -> object:
+        raise AssertionError("the redemption check read the whole checkpoint")
+
+    monkeypatch.setattr(saver, "aget_tuple", full_read)
+    found = await reader.pending(
+        thread_id=config["configurable"]["thread_id"],
+        checkpoint_id=head.config["configurable"]["checkpoint_id"],
+        interrupt_id=first,
+    )
+    assert (found.interrupt_id, found.value) == (first, unwrap(head_value(head, first))[1])
+    with pytest.raises(StaleToken):
+        await reader.pending(
+            thread_id=config["configurable"]["thread_id"],
+            checkpoint_id=head.parent_config["configurable"]["checkpoint_id"],
+            interrupt_id=second,
+        )
+    with pytest.raises(CheckpointNotFound):
+        await reader.pending(thread_id="no-such-thread", checkpoint_id="x", interrupt_id=first)
+
+
+@pytest.mark.parametrize("how", ["pool", "pipeline"])
+async def test_on_a_postgres_pool_or_pipeline_the_redemption_check_agrees_with_the_head(
+    how: str,
+) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph_support import postgresql_url
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    shared = postgresql_url()
+    schema = f"pt_lg_{secrets.token_hex(6)}"
+    async with await psycopg.AsyncConnection.connect(shared, autocommit=True) as admin:
+        await admin.execute(f"CREATE SCHEMA {schema}")
+    conninfo = psycopg.conninfo.make_conninfo(shared, options=f"-c search_path={schema}")
+    options = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(_drop_schema, shared, schema)
+        if how == "pool":
+            pool = AsyncConnectionPool(conninfo, kwargs=options, open=False, min_size=1, max_size=2)
+            await pool.open()
+            stack.push_async_callback(pool.close)
+            saver = AsyncPostgresSaver(pool)
+        else:
+            conn = await psycopg.AsyncConnection.connect(conninfo, **options)
+            stack.push_async_callback(conn.close)
+            await AsyncPostgresSaver(conn).setup()  # not allowed in a pipeline
+            pipe = await stack.enter_async_context(conn.pipeline())
+            saver = AsyncPostgresSaver(conn, pipe=pipe)
+        await saver.setup()
+        graph = Graphs(saver, Effects()).parallel()
+        config = thread()
+        await graph.ainvoke({"log": []}, config)
+        reader = LangGraphCheckpoints(graph)
+        head = await reader.head(config["configurable"]["thread_id"])
+        await _redeem_time_reads_agree(reader, head)
+
+
+async def _drop_schema(conninfo: str, schema: str) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as admin:
+        await admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def head_value(head: Any, interrupt_id: str) -> Any:
+    """The value LangGraph stored for ``interrupt_id`` in ``head``'s pending writes."""
+    return pending_interrupts(head.pending_writes)[interrupt_id].value
 
 
 async def test_ask_with_the_registered_interrupt_takes_its_name_and_response_type() -> None:

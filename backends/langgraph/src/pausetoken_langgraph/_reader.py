@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from langgraph.checkpoint.base import CheckpointTuple, PendingWrite
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.pregel import Pregel
     from langgraph.types import Interrupt as GraphInterrupt
+    from psycopg import AsyncConnection
 
 __all__ = ["LangGraphCheckpoints", "pending_interrupts"]
 
@@ -51,6 +53,15 @@ _SQLITE_HEAD: Final = (
     "AND w.checkpoint_id = c.checkpoint_id"
 )
 
+# The same on AsyncPostgresSaver, whose aget_tuple also gathers every channel's blob: the
+# tables and columns langgraph-checkpoint-postgres creates (its migrations only add to them).
+_POSTGRES_HEAD: Final = (
+    "SELECT c.checkpoint_id, w.task_id, w.channel, w.type, w.blob "
+    "FROM (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+    "ORDER BY checkpoint_id DESC LIMIT 1) AS c "
+    "LEFT JOIN checkpoint_writes AS w ON w.thread_id = %s AND w.checkpoint_ns = '' "
+    "AND w.checkpoint_id = c.checkpoint_id"
+)
 
 # The async methods a graph run with ainvoke and this reader call on the checkpointer.
 _ASYNC_METHODS: Final = ("aget_tuple", "aput", "aput_writes")
@@ -103,7 +114,7 @@ class LangGraphCheckpoints:
     checkpointer. On ``AsyncSqliteSaver`` the check at redemption reads the head's id and
     pending writes in one statement under the saver's lock instead (about a quarter of
     ``aget_tuple``, which makes six trips to the connection's thread and decodes the whole
-    checkpoint). A token binds the head checkpoint's id, LangGraph's interrupt id and the
+    checkpoint), and on ``AsyncPostgresSaver`` (not in pipeline mode) likewise. A token binds the head checkpoint's id, LangGraph's interrupt id and the
     hash of the value LangGraph stored for that interrupt; redeeming it requires that the
     checkpoint is still the head and that the interrupt still waits for an answer.
 
@@ -179,11 +190,15 @@ class LangGraphCheckpoints:
         self.namespace = namespace if namespace is not None else graph_namespace(graph)
         self.saver: BaseCheckpointSaver[Any] = saver
         self.persistent = not isinstance(saver, InMemorySaver) if persistent is None else persistent
-        sqlite = _async_sqlite_saver(saver)
         #: The head's id and pending writes, or ``None`` for a thread the saver does not know.
-        self._read_head: Callable[[str], Awaitable[tuple[str, list[PendingWrite]] | None]] = (
-            self._head_writes if sqlite is None else _SqliteHead(sqlite)
-        )
+        self._read_head: Callable[[str], Awaitable[tuple[str, list[PendingWrite]] | None]]
+        sqlite, postgres = _async_sqlite_saver(saver), _async_postgres_saver(saver)
+        if sqlite is not None:
+            self._read_head = _SqliteHead(sqlite)
+        elif postgres is not None:
+            self._read_head = _PostgresHead(postgres, fallback=self._head_writes)
+        else:
+            self._read_head = self._head_writes
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> NoReturn:
@@ -363,6 +378,63 @@ def _async_sqlite_saver(saver: BaseCheckpointSaver[Any]) -> AsyncSqliteSaver | N
     except ImportError:  # the sqlite extra is not installed: no such saver can exist
         return None
     return saver if type(saver) is AsyncSqliteSaver else None
+
+
+def _async_postgres_saver(saver: BaseCheckpointSaver[Any]) -> AsyncPostgresSaver | None:
+    """``saver`` if it is exactly ``AsyncPostgresSaver`` (a subclass may store differently)."""
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver  # noqa: PLC0415
+    except ImportError:  # the postgres extra is not installed: no such saver can exist
+        return None
+    return saver if type(saver) is AsyncPostgresSaver else None
+
+
+class _PostgresHead:
+    """The head of a thread on ``AsyncPostgresSaver`` in one statement.
+
+    Read as the saver reads: under its lock, on its connection or one from its pool. A saver
+    in pipeline mode is read with ``aget_tuple`` (``fallback``), which handles the pipeline.
+    Only interrupt values are decoded, as on `_SqliteHead`.
+    """
+
+    def __init__(
+        self,
+        saver: AsyncPostgresSaver,
+        *,
+        fallback: Callable[[str], Awaitable[tuple[str, list[PendingWrite]] | None]],
+    ) -> None:
+        self.saver = saver
+        self.fallback = fallback
+
+    async def __call__(self, thread_id: str) -> tuple[str, list[PendingWrite]] | None:
+        from psycopg import AsyncConnection  # noqa: PLC0415 - installed with the saver
+
+        saver = self.saver
+        if saver.pipe is not None:
+            return await self.fallback(thread_id)
+        async with saver.lock:
+            if isinstance(saver.conn, AsyncConnection):
+                rows = await _postgres_head_rows(saver.conn, thread_id)
+            else:
+                async with saver.conn.connection() as conn:
+                    rows = await _postgres_head_rows(conn, thread_id)
+        if not rows:
+            return None
+        loads = saver.serde.loads_typed
+        writes: list[PendingWrite] = [
+            (task_id, channel, loads((kind, bytes(value))) if channel == _INTERRUPT else None)
+            for _, task_id, channel, kind, value in rows
+            if task_id is not None
+        ]
+        return str(rows[0][0]), writes
+
+
+async def _postgres_head_rows(conn: AsyncConnection[Any], thread_id: str) -> list[tuple[Any, ...]]:
+    from psycopg.rows import tuple_row  # noqa: PLC0415 - installed with the saver
+
+    async with conn.cursor(binary=True, row_factory=tuple_row) as cursor:
+        await cursor.execute(_POSTGRES_HEAD, (thread_id, thread_id), binary=True)
+        return await cursor.fetchall()
 
 
 class _SqliteHead:
