@@ -114,9 +114,10 @@ class LangGraphCheckpoints:
     checkpointer. On ``AsyncSqliteSaver`` the check at redemption reads the head's id and
     pending writes in one statement under the saver's lock instead (about a quarter of
     ``aget_tuple``, which makes six trips to the connection's thread and decodes the whole
-    checkpoint), and on ``AsyncPostgresSaver`` (not in pipeline mode) likewise. A token binds the head checkpoint's id, LangGraph's interrupt id and the
-    hash of the value LangGraph stored for that interrupt; redeeming it requires that the
-    checkpoint is still the head and that the interrupt still waits for an answer.
+    checkpoint), and on ``AsyncPostgresSaver`` (not in pipeline mode) likewise. A token binds
+    the head checkpoint's id, LangGraph's interrupt id and the hash of the value LangGraph
+    stored for that interrupt; redeeming it requires that the checkpoint is still the head and
+    that the interrupt still waits for an answer.
 
     For an interrupt raised with [`ask()`][pausetoken_langgraph.ask] the stored value is
     the envelope's ``payload``; for LangChain's per-call tool approval it is the interrupt
