@@ -419,15 +419,7 @@ class _PostgresHead:
             else:
                 async with saver.conn.connection() as conn:
                     rows = await _postgres_head_rows(conn, thread_id)
-        if not rows:
-            return None
-        loads = saver.serde.loads_typed
-        writes: list[PendingWrite] = [
-            (task_id, channel, loads((kind, bytes(value))) if channel == _INTERRUPT else None)
-            for _, task_id, channel, kind, value in rows
-            if task_id is not None
-        ]
-        return str(rows[0][0]), writes
+        return _head_of(rows, saver.serde.loads_typed)
 
 
 async def _postgres_head_rows(conn: AsyncConnection[Any], thread_id: str) -> list[tuple[Any, ...]]:
@@ -454,12 +446,22 @@ class _SqliteHead:
         await saver.setup()
         async with saver.lock:
             rows = list(await saver.conn.execute_fetchall(_SQLITE_HEAD, (thread_id, thread_id)))
-        if not rows:
-            return None
-        loads = saver.serde.loads_typed
-        writes: list[PendingWrite] = [
-            (task_id, channel, loads((kind, value)) if channel == _INTERRUPT else None)
-            for _, task_id, channel, kind, value in rows
-            if task_id is not None
-        ]
-        return str(rows[0][0]), writes
+        return _head_of(rows, saver.serde.loads_typed)
+
+
+def _head_of(
+    rows: Sequence[Sequence[Any]], loads: Callable[[tuple[str, bytes]], Any]
+) -> tuple[str, list[PendingWrite]] | None:
+    """The head's id and pending writes from the rows of a one-statement head read.
+
+    Rows are (checkpoint id, task id, channel, type, value), the task ``None`` for a head
+    without writes. Only interrupt values are decoded: `pending_interrupts()` needs no other.
+    """
+    if not rows:
+        return None
+    writes: list[PendingWrite] = [
+        (task_id, channel, loads((kind, bytes(value))) if channel == _INTERRUPT else None)
+        for _, task_id, channel, kind, value in rows
+        if task_id is not None
+    ]
+    return str(rows[0][0]), writes
