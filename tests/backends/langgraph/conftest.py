@@ -9,12 +9,11 @@ skips with the reason.
 
 from __future__ import annotations
 
-import secrets
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph_support import APPROVAL, SAVERS, Clock, Effects, Graphs, postgresql_url
+from langgraph_support import APPROVAL, SAVERS, Clock, Effects, Graphs, postgresql_schema
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken_langgraph import LangGraphCheckpoints
@@ -40,21 +39,14 @@ async def saver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as found:
             yield found
     else:
-        import psycopg
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        conninfo = postgresql_url()
-        schema = f"pt_lg_{secrets.token_hex(6)}"
-        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-            await conn.execute(f"CREATE SCHEMA {schema}")
-        scoped = psycopg.conninfo.make_conninfo(conninfo, options=f"-c search_path={schema}")
-        try:
-            async with AsyncPostgresSaver.from_conn_string(scoped) as found:
-                await found.setup()
-                yield found
-        finally:
-            async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-                await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        async with (
+            postgresql_schema() as scoped,
+            AsyncPostgresSaver.from_conn_string(scoped) as found,
+        ):
+            await found.setup()
+            yield found
 
 
 @pytest.fixture

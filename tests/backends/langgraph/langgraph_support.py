@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import secrets
@@ -16,7 +17,7 @@ from pausetoken import Interrupt, Scope
 from pausetoken_langgraph import ask
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.pregel import Pregel
@@ -144,3 +145,19 @@ class Graphs:
 
 def thread() -> dict[str, Any]:
     return {"configurable": {"thread_id": f"thread-{secrets.token_hex(6)}"}}
+
+
+@contextlib.asynccontextmanager
+async def postgresql_schema() -> AsyncIterator[str]:
+    """Conninfo for a fresh schema on the test server (its ``search_path``); dropped after."""
+    import psycopg
+
+    shared = postgresql_url()
+    schema = f"pt_lg_{secrets.token_hex(6)}"
+    async with await psycopg.AsyncConnection.connect(shared, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield psycopg.conninfo.make_conninfo(shared, options=f"-c search_path={schema}")
+    finally:
+        async with await psycopg.AsyncConnection.connect(shared, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA {schema} CASCADE")

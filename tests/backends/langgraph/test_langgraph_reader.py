@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import secrets
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -439,18 +438,13 @@ async def test_on_a_postgres_pool_or_pipeline_the_redemption_check_agrees_with_t
 ) -> None:
     import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from langgraph_support import postgresql_url
+    from langgraph_support import postgresql_schema
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    shared = postgresql_url()
-    schema = f"pt_lg_{secrets.token_hex(6)}"
-    async with await psycopg.AsyncConnection.connect(shared, autocommit=True) as admin:
-        await admin.execute(f"CREATE SCHEMA {schema}")
-    conninfo = psycopg.conninfo.make_conninfo(shared, options=f"-c search_path={schema}")
     options = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
     async with contextlib.AsyncExitStack() as stack:
-        stack.push_async_callback(_drop_schema, shared, schema)
+        conninfo = await stack.enter_async_context(postgresql_schema())
         if how == "pool":
             pool = AsyncConnectionPool(conninfo, kwargs=options, open=False, min_size=1, max_size=2)
             await pool.open()
@@ -469,13 +463,6 @@ async def test_on_a_postgres_pool_or_pipeline_the_redemption_check_agrees_with_t
         reader = LangGraphCheckpoints(graph)
         head = await reader.head(config["configurable"]["thread_id"])
         await _redeem_time_reads_agree(reader, head)
-
-
-async def _drop_schema(conninfo: str, schema: str) -> None:
-    import psycopg
-
-    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as admin:
-        await admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def head_value(head: Any, interrupt_id: str) -> Any:
