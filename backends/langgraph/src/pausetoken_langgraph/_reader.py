@@ -404,30 +404,31 @@ class _PostgresHead:
         *,
         fallback: Callable[[str], Awaitable[tuple[str, list[PendingWrite]] | None]],
     ) -> None:
+        # Installed with the saver; imported once here rather than on every redemption.
+        from psycopg import AsyncConnection  # noqa: PLC0415
+        from psycopg.rows import tuple_row  # noqa: PLC0415
+
         self.saver = saver
         self.fallback = fallback
+        self._single_connection = AsyncConnection
+        self._tuple_row = tuple_row
 
     async def __call__(self, thread_id: str) -> tuple[str, list[PendingWrite]] | None:
-        from psycopg import AsyncConnection  # noqa: PLC0415 - installed with the saver
-
         saver = self.saver
         if saver.pipe is not None:
             return await self.fallback(thread_id)
         async with saver.lock:
-            if isinstance(saver.conn, AsyncConnection):
-                rows = await _postgres_head_rows(saver.conn, thread_id)
+            if isinstance(saver.conn, self._single_connection):
+                rows = await self._rows(saver.conn, thread_id)
             else:
                 async with saver.conn.connection() as conn:
-                    rows = await _postgres_head_rows(conn, thread_id)
+                    rows = await self._rows(conn, thread_id)
         return _head_of(rows, saver.serde.loads_typed)
 
-
-async def _postgres_head_rows(conn: AsyncConnection[Any], thread_id: str) -> list[tuple[Any, ...]]:
-    from psycopg.rows import tuple_row  # noqa: PLC0415 - installed with the saver
-
-    async with conn.cursor(binary=True, row_factory=tuple_row) as cursor:
-        await cursor.execute(_POSTGRES_HEAD, (thread_id, thread_id), binary=True)
-        return await cursor.fetchall()
+    async def _rows(self, conn: AsyncConnection[Any], thread_id: str) -> list[tuple[Any, ...]]:
+        async with conn.cursor(binary=True, row_factory=self._tuple_row) as cursor:
+            await cursor.execute(_POSTGRES_HEAD, (thread_id, thread_id), binary=True)
+            return await cursor.fetchall()
 
 
 class _SqliteHead:
