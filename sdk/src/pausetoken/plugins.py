@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pausetoken._claims import CLAIMS_VERSION, Claims, fingerprint
+from pausetoken._deadlines import Deadline, Deadlines
 from pausetoken._hashing import canonical_json, hash_payload, to_json_value
 from pausetoken._install import install_hint
 from pausetoken._reader_api import CHECKPOINTS_API_VERSION, CheckpointReader, PendingInterrupt
@@ -51,6 +52,8 @@ __all__ = [
     "ClaimRequest",
     "ClaimResult",
     "Claims",
+    "Deadline",
+    "Deadlines",
     "PauseRecord",
     "PauseState",
     "PendingInterrupt",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +78,34 @@ async def test_a_refused_connection_is_store_unavailable_without_the_password() 
             await store.check()
     assert "s3cret" not in str(caught.value)
     assert "127.0.0.1" in str(caught.value)
+
+
+async def test_a_silent_server_times_out_within_the_store_timeout() -> None:
+    # A server that takes the connection and never answers; the handed client has no socket
+    # timeout of its own, so only the store's timeout ends the calls, each on its own.
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(-1)
+        writer.close()
+
+    async with await asyncio.start_server(swallow, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        client = Redis(host="127.0.0.1", port=port, socket_timeout=None)
+        try:
+            async with RedisStore(client, timeout=0.3) as store:
+                now = datetime.now(UTC)
+                started = time.monotonic()
+                results = await asyncio.gather(
+                    *(store.claim(_request(f"k{i}", now=now)) for i in range(5)),
+                    return_exceptions=True,
+                )
+                took = time.monotonic() - started
+        finally:
+            await client.aclose()
+    assert all(isinstance(result, StoreUnavailable) for result in results), results
+    assert 0.3 <= took < 3, took
+    task = asyncio.current_task()
+    assert task is not None
+    assert task.cancelling() == 0
 
 
 async def test_a_closed_store_is_unavailable(url: str, key_prefix: str) -> None:

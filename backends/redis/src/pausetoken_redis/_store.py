@@ -20,6 +20,7 @@ from pausetoken.plugins import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
+    Deadlines,
     PauseRecord,
     PauseState,
     redact_url,
@@ -261,6 +262,8 @@ class RedisStore:
         self._client = client
         self._prefix = key_prefix
         self._timeout = float(timeout)
+        # One timer for every operation, not one per operation: see `Deadlines`.
+        self._deadlines = Deadlines(self._timeout)
         self._url = url
         self._owns_client = owns_client
         self._closed = False
@@ -370,10 +373,11 @@ class RedisStore:
         if not isinstance(self._client, Redis):  # pragma: no cover - refused at construction
             raise TypeError(type(self._client).__name__)
         try:
-            async with asyncio.timeout(self._timeout):
-                return await _RUN[script].confirmed(
+            return await self._deadlines.run(
+                _RUN[script].confirmed(
                     self._client, self.key(pause_key), args, self._wait_replicas, self._wait_ms
                 )
+            )
         except TRANSIENT as exc:
             raise unavailable(exc, self._url, what) from exc
         except (TypeError, RuntimeError) as exc:
@@ -397,18 +401,24 @@ class RedisStore:
         if self._closed:
             msg = "the Redis store was closed"
             raise StoreUnavailable(msg)
+        key, places = self.key(pause_key), self._in_flight
         try:
-            async with asyncio.timeout(self._timeout):
-                if self._in_flight is None:
-                    return await _RUN[script](self._client, self.key(pause_key), *args)
-                async with self._in_flight:
-                    return await _RUN[script](self._client, self.key(pause_key), *args)
+            if places is None:
+                return await self._deadlines.run(_RUN[script](self._client, key, *args))
+            return await self._deadlines.run(self._bounded_run(places, script, key, args))
         except TRANSIENT as exc:
             raise unavailable(exc, self._url, what) from exc
         except (TypeError, RuntimeError) as exc:
             if not transport_failure(exc):
                 raise
             raise unavailable(exc, self._url, what) from exc
+
+    async def _bounded_run(
+        self, places: asyncio.Semaphore, script: str, key: str, args: tuple[str, ...]
+    ) -> Any:
+        """Run ``script`` holding one of the cluster's in-flight ``places``."""
+        async with places:
+            return await _RUN[script](self._client, key, *args)
 
     # -- the store protocol -----------------------------------------------------------------
 

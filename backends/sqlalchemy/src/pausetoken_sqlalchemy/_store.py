@@ -14,8 +14,7 @@ from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pausetoken.exceptions import ConfigurationError, PauseTokenError, StoreUnavailable
-from pausetoken.plugins import STORE_API_VERSION
-from pausetoken_sqlalchemy._deadlines import Deadlines
+from pausetoken.plugins import STORE_API_VERSION, Deadlines
 from pausetoken_sqlalchemy._engines import (
     default_max_connections,
     family_for_url,

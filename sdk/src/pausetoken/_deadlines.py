@@ -1,7 +1,7 @@
-"""The operation timeout: every operation of a store on one timer.
+"""The operation timeout of a store: every operation on one timer.
 
 ``asyncio.timeout()`` arms and cancels a timer of the event loop for each operation, which
-costs as much Python as the rest of the store's path (``benchmarks/stores.py`` holds that
+costs as much Python as the rest of a fast store's path (``benchmarks/stores.py`` holds that
 path against the raw driver). Every operation of one store has the same timeout, so their
 deadlines come in the order the operations start: `Deadlines` keeps them in a queue and
 arms one timer, for the oldest operation still running. An operation that outlives its
@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop, Task, TimerHandle
+    from collections.abc import Awaitable
     from typing import Any
+
+T = TypeVar("T")
 
 __all__ = ["Deadline", "Deadlines"]
 
@@ -38,7 +41,24 @@ class Deadline:
 
 
 class Deadlines:
-    """Deadlines of operations that all get ``seconds``, on one timer per event loop."""
+    """Deadlines of operations that all get ``seconds``, on one timer per event loop.
+
+    A store makes one and bounds each operation with `run()`, or with `start()` and
+    `finish()` where it must tell a timeout from its own failures (to discard a
+    connection, say):
+
+    ```python
+    class MyStore:
+        def __init__(self, client, timeout=5.0):
+            self._client = client
+            self._deadlines = Deadlines(timeout)
+
+        async def status(self, pause_key):
+            # TimeoutError (turned into StoreUnavailable) once `timeout` seconds pass.
+            row = await self._deadlines.run(self._client.get_row(pause_key))
+            ...
+    ```
+    """
 
     def __init__(self, seconds: float) -> None:
         """Bound every operation to ``seconds``."""
@@ -46,6 +66,26 @@ class Deadlines:
         self._running: deque[Deadline] = deque()
         self._loop: AbstractEventLoop | None = None
         self._timer: TimerHandle | None = None
+
+    async def run(self, operation: Awaitable[T]) -> T:
+        """Await ``operation``; `TimeoutError` if it outlives its deadline.
+
+        As under ``asyncio.timeout()``, the operation is cancelled when its time is up and
+        the `TimeoutError` is chained to that cancellation; a cancellation from anywhere else
+        stays a cancellation.
+        """
+        deadline = self.start()
+        try:
+            result = await operation
+        except asyncio.CancelledError as exc:
+            if self.finish(deadline, cancelled=True):
+                raise TimeoutError from exc
+            raise
+        except BaseException:
+            self.finish(deadline, cancelled=False)
+            raise
+        self.finish(deadline, cancelled=False)
+        return result
 
     def start(self) -> Deadline:
         """Start the current task's operation: it is cancelled if it outlives its deadline.
