@@ -18,7 +18,9 @@ blocking pool (target ratio >= 0.8). The server is ``PAUSETOKEN_TEST_REDIS_URL``
 For MongoDB: claims/s at concurrency 1 and 16 through ``MongoStore`` against raw pymongo
 ``insert_one`` of the same document on the same collection (same concerns; target ratio
 >= 0.8), on ``PAUSETOKEN_TEST_MONGODB_URL`` or else an nx-27017 server started for the run
-(the output names the server).
+(the output names the server). A store's first claim also writes a probe document that the
+guard index refuses (docs/mongo.md, "Data layout"), so a third figure, with no
+target, sets the store against the driver inserting those same two documents.
 
 Every figure is the median of several rounds; rounds take turns so load spikes hit all
 candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
@@ -53,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import aiosqlite
 import asyncmy
 import asyncpg  # type: ignore[import-untyped]
+from pymongo.errors import BulkWriteError
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -399,6 +402,43 @@ async def bench_redis(url: str, *, quick: bool) -> None:
         await store.aclose()
 
 
+def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]:
+    """The least a guarded first claim can be: the driver's own two-document insert.
+
+    A claim writes the pause's document and a probe that the guard's unique index refuses
+    in a prepared collection (and that goes in only when the collection was dropped and made
+    again): one ordered ``insert_many``. This inserts the same two documents, so the ratio
+    against it shows the store's own cost apart from the server's cost of the guard.
+    """
+    now_us = time.time_ns() // 1000
+    docs = [
+        {
+            "_id": r.pause_key,
+            "state": "claimed",
+            "scope_hash": r.scope_hash,
+            "name": r.name,
+            "response_hash": r.response_hash,
+            "lease_id": r.lease_id,
+            "lease_until": now_us,
+            "expires_at": now_us,
+            "remove_after": r.expires_at,
+        }
+        for r in requests(n)
+    ]
+
+    async def insert(i: int) -> None:
+        probe = {"_id": f"pausetoken:probe:{secrets.token_hex(8)}", "pausetoken_guard": 1}
+        try:
+            await collection.insert_many([docs[i], probe], ordered=True)
+        except BulkWriteError as exc:
+            [refused] = exc.details["writeErrors"]
+            assert refused["index"] == 1, refused  # the probe, as in a prepared collection
+        else:
+            raise AssertionError("the guard's unique index did not refuse the probe")
+
+    return insert
+
+
 async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
     n, rounds = (1000, 3) if quick else (4000, 5)
     store = MongoStore.from_url(url, collection=f"pt_bench_{secrets.token_hex(4)}")
@@ -406,9 +446,9 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
     collection = store.collection
     try:
         await store.check()
-        print(f"{'concurrency':>11} {'store/s':>9} {'raw/s':>9} {'ratio':>6}")
+        print(f"{'concurrency':>11} {'store/s':>9} {'raw/s':>9} {'ratio':>6} {'guarded/s':>9}")
         for concurrency in CONCURRENCY:
-            samples: dict[str, list[float]] = {"store": [], "raw": []}
+            samples: dict[str, list[float]] = {"store": [], "raw": [], "guarded": []}
             for _ in range(rounds):
                 reqs = requests(n)
 
@@ -417,6 +457,8 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
                     assert result.outcome is ClaimOutcome.CLAIMED
 
                 samples["store"].append(await rate(via_store, n, concurrency))
+                guarded = guarded_inserts(collection, n)
+                samples["guarded"].append(await rate(guarded, n, concurrency))
                 # The same document the store writes, inserted by the driver alone.
                 docs = [
                     {
@@ -439,9 +481,10 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
                 samples["raw"].append(await rate(via_raw, n, concurrency))
             store_rate = statistics.median(samples["store"])
             raw_rate = statistics.median(samples["raw"])
+            guarded_rate = statistics.median(samples["guarded"])
             print(
                 f"{concurrency:>11} {store_rate:>9,.0f} {raw_rate:>9,.0f}"
-                f" {store_rate / raw_rate:>6.2f}"
+                f" {store_rate / raw_rate:>6.2f} {guarded_rate:>9,.0f}"
             )
             served_by = server.split(" at ", maxsplit=1)[0]
             record(
@@ -450,6 +493,12 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
                 store_rate / raw_rate,
                 detail=f"{store_rate:,.0f}/s / {raw_rate:,.0f}/s",
                 target=0.8,
+            )
+            record(
+                f"mongodb on {served_by}: claims/s at concurrency {concurrency},"
+                " store / raw insert_many of the document and a guard probe",
+                store_rate / guarded_rate,
+                detail=f"{store_rate:,.0f}/s / {guarded_rate:,.0f}/s",
             )
     finally:
         await collection.drop()
