@@ -402,16 +402,10 @@ async def bench_redis(url: str, *, quick: bool) -> None:
         await store.aclose()
 
 
-def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]:
-    """The least a guarded first claim can be: the driver's own two-document insert.
-
-    A claim writes the pause's document and a probe that the guard's unique index refuses
-    in a prepared collection (and that goes in only when the collection was dropped and made
-    again): one ordered ``insert_many``. This inserts the same two documents, so the ratio
-    against it shows the store's own cost apart from the server's cost of the guard.
-    """
+def pause_documents(n: int) -> list[dict[str, Any]]:
+    """``n`` new pauses' documents, as the Mongo store writes them on a first claim."""
     now_us = time.time_ns() // 1000
-    docs = [
+    return [
         {
             "_id": r.pause_key,
             "state": "claimed",
@@ -425,6 +419,17 @@ def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]
         }
         for r in requests(n)
     ]
+
+
+def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]:
+    """The least a guarded first claim can be: the driver's own two-document insert.
+
+    A claim writes the pause's document and a probe that the guard's unique index refuses
+    in a prepared collection (and that goes in only when the collection was dropped and made
+    again): one ordered ``insert_many``. This inserts the same two documents, so the ratio
+    against it shows the store's own cost apart from the server's cost of the guard.
+    """
+    docs = pause_documents(n)
 
     async def insert(i: int) -> None:
         probe = {"_id": f"pausetoken:probe:{secrets.token_hex(8)}", "pausetoken_guard": 1}
@@ -460,20 +465,7 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
                 guarded = guarded_inserts(collection, n)
                 samples["guarded"].append(await rate(guarded, n, concurrency))
                 # The same document the store writes, inserted by the driver alone.
-                docs = [
-                    {
-                        "_id": r.pause_key,
-                        "state": "claimed",
-                        "scope_hash": r.scope_hash,
-                        "name": r.name,
-                        "response_hash": r.response_hash,
-                        "lease_id": r.lease_id,
-                        "lease_until": time.time_ns() // 1000,
-                        "expires_at": time.time_ns() // 1000,
-                        "remove_after": r.expires_at,
-                    }
-                    for r in requests(n)
-                ]
+                docs = pause_documents(n)
 
                 async def via_raw(i: int, docs: list[dict[str, Any]] = docs) -> None:
                     await collection.insert_one(docs[i])
