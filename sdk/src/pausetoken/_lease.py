@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pausetoken._claims import fingerprint
 from pausetoken.exceptions import LeaseLost
@@ -71,6 +71,9 @@ class Lease:
         self._timer: asyncio.TimerHandle | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._on_renewal = on_renewal
+        # The tasks awaiting run(), and those this lease cancelled because it was lost.
+        self._runners: set[asyncio.Task[Any]] = set()
+        self._cancelled: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else f"until={self._until.isoformat()}"
@@ -98,23 +101,36 @@ class Lease:
     async def run(self, awaitable: Awaitable[_T]) -> _T:
         """Await ``awaitable``; cancel it and raise `LeaseLost` if the lease is lost.
 
+        The awaitable runs in the calling task, as a plain ``await`` would: losing the
+        lease cancels that task the way ``asyncio.timeout()`` does, and the cancellation
+        becomes `LeaseLost` here. A cancellation of the caller's own stays a cancellation.
+
         Raises:
             LeaseLost: the claim was lost before ``awaitable`` finished (it was cancelled).
         """
         self.ensure_held()
-        work = asyncio.ensure_future(awaitable)
-        lost = asyncio.ensure_future(self._lost.wait())
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - an await always runs in a task under asyncio
+            msg = "Lease.run() must be awaited in an asyncio task"
+            raise RuntimeError(msg)
+        self._runners.add(task)
         try:
-            await asyncio.wait({work, lost}, return_when=asyncio.FIRST_COMPLETED)
+            return await awaitable
+        except asyncio.CancelledError:
+            if self._withdraw_cancel(task):
+                raise LeaseLost from None
+            raise
         finally:
-            lost.cancel()
-            if not work.done():
-                work.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await work
-        if work.cancelled() and self.lost:
-            raise LeaseLost
-        return work.result()
+            self._runners.discard(task)
+            # A body that swallowed the cancellation and returned leaves none pending.
+            self._withdraw_cancel(task)
+
+    def _withdraw_cancel(self, task: asyncio.Task[Any]) -> bool:
+        """Withdraw this lease's cancellation of ``task``: whether it was the only one."""
+        if task not in self._cancelled:
+            return False
+        self._cancelled.discard(task)
+        return task.uncancel() == 0
 
     # -- the service's side -----------------------------------------------------------------
 
@@ -153,6 +169,9 @@ class Lease:
         if not self.lost:
             logger.error(why, extra={"pause": fingerprint(self._pause_key)})
             self._lost.set()
+            for task in self._runners - self._cancelled:
+                self._cancelled.add(task)
+                task.cancel()
             self._tell("lost")
 
     def _tell(self, outcome: str) -> None:

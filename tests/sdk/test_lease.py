@@ -1,0 +1,169 @@
+"""Lease.run(): the body runs until it ends, and is cancelled when the claim is lost.
+
+The lease here is 30 ms long (the service refuses anything under a second), so a renewal
+comes every 10 ms and each test takes a few of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, cast
+
+import pytest
+
+from pausetoken import Lease
+from pausetoken.exceptions import LeaseLost
+
+if TYPE_CHECKING:
+    from pausetoken.plugins import TokenStore
+
+LENGTH = timedelta(milliseconds=30)
+
+
+class Renewals:
+    """The store side of a lease: renewals hold until `refuse` is set."""
+
+    def __init__(self) -> None:
+        self.refuse = False
+        self.calls = 0
+
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        self.calls += 1
+        return not self.refuse
+
+
+def held(renewals: Renewals) -> Lease:
+    lease = Lease(
+        store=cast("TokenStore", renewals),  # renew() is all a lease calls
+        pause_key="pause",
+        lease_id="lease",
+        until=datetime.now(UTC) + LENGTH,
+        length=LENGTH,
+        clock=time.time,
+    )
+    lease.keep()
+    return lease
+
+
+async def test_the_body_s_result_is_returned_and_renewals_go_on_while_it_runs() -> None:
+    renewals = Renewals()
+    lease = held(renewals)
+
+    async def body() -> str:
+        await asyncio.sleep(0.05)  # five renewal intervals
+        return "done"
+
+    assert await lease.run(body()) == "done"
+    await lease.stop()
+    assert renewals.calls >= 2
+    assert not lease.lost
+
+
+async def test_a_lost_claim_cancels_the_body_and_raises_lease_lost() -> None:
+    renewals = Renewals()
+    lease = held(renewals)
+    finished = False
+
+    async def body() -> None:
+        nonlocal finished
+        renewals.refuse = True  # another worker took the claim over
+        await asyncio.sleep(5)
+        finished = True
+
+    with pytest.raises(LeaseLost):
+        await lease.run(body())
+    await lease.stop()
+    assert lease.lost
+    assert not finished
+    # The caller's task carries no cancellation left over: it goes on awaiting.
+    await asyncio.sleep(0)
+
+
+async def test_a_body_that_swallows_the_cancellation_keeps_its_result() -> None:
+    renewals = Renewals()
+    lease = held(renewals)
+
+    async def body() -> str:
+        renewals.refuse = True
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            return "cleaned up"
+        return "slept"
+
+    assert await lease.run(body()) == "cleaned up"
+    await lease.stop()
+    assert lease.lost
+    await asyncio.sleep(0)  # no cancellation is pending on the caller
+
+
+async def test_the_body_s_own_error_propagates_unchanged() -> None:
+    lease = held(Renewals())
+
+    async def body() -> None:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        await lease.run(body())
+    await lease.stop()
+
+
+async def test_cancelling_the_caller_cancels_the_body_and_is_not_a_lost_lease() -> None:
+    lease = held(Renewals())
+    started = asyncio.Event()
+    cancelled = False
+
+    async def body() -> None:
+        nonlocal cancelled
+        started.set()
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
+
+    caller = asyncio.create_task(lease.run(body()))
+    await started.wait()
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await lease.stop()
+    assert cancelled
+    assert not lease.lost
+
+
+async def test_a_claim_lost_after_the_body_ended_does_not_touch_the_caller() -> None:
+    renewals = Renewals()
+    lease = held(renewals)
+
+    async def body() -> int:
+        return 1
+
+    assert await lease.run(body()) == 1
+    renewals.refuse = True
+    await asyncio.sleep(0.05)  # a renewal finds the claim gone
+    assert lease.lost
+    await asyncio.sleep(0)  # and this task was not cancelled for it
+    await lease.stop()
+
+
+async def test_run_refuses_to_start_once_the_claim_is_lost() -> None:
+    renewals = Renewals()
+    renewals.refuse = True
+    lease = held(renewals)
+    await asyncio.sleep(0.05)
+    assert lease.lost
+    started = False
+
+    async def body() -> None:
+        nonlocal started
+        started = True
+
+    work = body()
+    with pytest.raises(LeaseLost):
+        await lease.run(work)
+    work.close()
+    await lease.stop()
+    assert not started
