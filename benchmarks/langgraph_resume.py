@@ -40,7 +40,7 @@ import uuid
 import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
 from langgraph.graph import END, START, StateGraph
@@ -58,9 +58,12 @@ from pausetoken import (
     open_store,
     redact_url,
 )
-from pausetoken.plugins import ClaimRequest
+from pausetoken.plugins import ClaimRequest, PendingInterrupt
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 SCOPE = Scope("acme")
 _CLAIM_COMMIT = "store claim + commit (one per resume)"
@@ -116,6 +119,46 @@ class StoreTimes:
         return timed
 
 
+async def alternate(
+    ours: Callable[[int], Awaitable[float]], bare: Callable[[int], Awaitable[float]], n: int
+) -> tuple[list[float], list[float]]:
+    """Time ``n`` of each, alternating which goes first."""
+    our_times: list[float] = []
+    bare_times: list[float] = []
+    for i in range(n):
+        if i % 2:
+            our_times.append(await ours(i))
+            bare_times.append(await bare(i))
+        else:
+            bare_times.append(await bare(i))
+            our_times.append(await ours(i))
+    return our_times, bare_times
+
+
+async def _instant_commit(*_args: Any) -> bool:
+    return True
+
+
+async def answer_head_read_from_memory(
+    tokens: PauseTokens, reader: LangGraphCheckpoints, token: str
+) -> None:
+    """Read the token's pause now and have the reader's next ``pending()`` answer with it."""
+    claims = tokens.verify(token)
+    read = type(reader).pending
+    found = await read(
+        reader,
+        thread_id=claims.thread_id,
+        checkpoint_id=claims.checkpoint_id,
+        interrupt_id=claims.interrupt_id,
+    )
+
+    async def pending(**_where: str) -> PendingInterrupt:
+        del reader.pending  # back to the real read for the breakdown and the next resume
+        return found
+
+    reader.pending = pending  # type: ignore[method-assign]
+
+
 def ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
@@ -145,6 +188,7 @@ async def main(
     store_url: str | None = None,
     synchronous: str = "full",
     checkpointer_url: str | None = None,
+    free: frozenset[str] = frozenset(),
 ) -> None:
     run = uuid.uuid4().hex[:8]  # thread ids of their own in a database that outlives the run
     with tempfile.TemporaryDirectory() as scratch:
@@ -154,6 +198,8 @@ async def main(
             saver_name = type(saver).__name__
             ours_graph, bare_graph = build(saver), build(saver)
             reader = LangGraphCheckpoints(ours_graph)
+            if "commit" in free:
+                store.commit = _instant_commit
             store_times = StoreTimes(store)
             tokens = PauseTokens(
                 signer=JoseSigner(KeyRing.generate()), store=store, checkpoints=reader
@@ -164,6 +210,8 @@ async def main(
                 config = {"configurable": {"thread_id": f"ours-{run}-{i}"}}
                 await ours_graph.ainvoke({}, config)
                 [event] = await mint_pending(tokens, ours_graph, config, scope=SCOPE)
+                if "head-read" in free:  # read now, untimed; the resume gets the answer
+                    await answer_head_read_from_memory(tokens, reader, event.token)
                 start = time.perf_counter()
                 out = await resume(tokens, ours_graph, event.token, ANSWER, scope=SCOPE)
                 took = time.perf_counter() - start
@@ -184,16 +232,7 @@ async def main(
                 await ours(-1 - i)
                 await bare(-1 - i)
             store_times.recording = True
-            our_times: list[float] = []
-            bare_times: list[float] = []
-            for i in range(n):
-                if i % 2:
-                    our_times.append(await ours(i))
-                    bare_times.append(await bare(i))
-                else:
-                    bare_times.append(await bare(i))
-                    our_times.append(await ours(i))
-
+            our_times, bare_times = await alternate(ours, bare, n)
             store_times.recording = False
             parts = await breakdown(tokens, reader, ours_graph, store, n=n, run=run)
         await store.aclose()
@@ -202,6 +241,8 @@ async def main(
     where += " + " + (redact_url(store_url) if store_url else "SQLite store (file)")
     if synchronous != "full":
         where += f", store synchronous={synchronous.upper()}"
+    if free:
+        where += f", free: {' and '.join(sorted(free))} (what-if, not secure)"
     report(
         where,
         n,
@@ -323,6 +364,18 @@ if __name__ == "__main__":
         metavar="URL",
         help="postgresql://... or sqlite:///path (default: a SQLite file)",
     )
+    parser.add_argument(
+        "--free",
+        action="append",
+        choices=["head-read", "commit"],
+        default=[],
+        help=(
+            "what-if, not secure: the staleness check's head read answered from memory (read "
+            "before the timed resume), or the store's commit answered without I/O; shows the "
+            "most that folding the head read into LangGraph's own read, or writing the commit "
+            "in the checkpointer's transaction, could save"
+        ),
+    )
     args = parser.parse_args()
     asyncio.run(
         main(
@@ -330,5 +383,6 @@ if __name__ == "__main__":
             store_url=args.store,
             synchronous=args.store_synchronous,
             checkpointer_url=args.checkpointer,
+            free=frozenset(args.free),
         )
     )
