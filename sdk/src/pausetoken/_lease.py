@@ -67,7 +67,7 @@ class Lease:
         self._until = until
         self._length = length
         self._clock = clock
-        self._lost = asyncio.Event()
+        self._lost = False
         self._timer: asyncio.TimerHandle | None = None
         self._keeper: asyncio.Task[None] | None = None
         self._on_renewal = on_renewal
@@ -82,7 +82,7 @@ class Lease:
     @property
     def lost(self) -> bool:
         """Whether the claim was lost while the body ran."""
-        return self._lost.is_set()
+        return self._lost
 
     @property
     def until(self) -> datetime:
@@ -168,7 +168,7 @@ class Lease:
     def _lose(self, why: str) -> None:
         if not self.lost:
             logger.error(why, extra={"pause": fingerprint(self._pause_key)})
-            self._lost.set()
+            self._lost = True
             for task in self._runners - self._cancelled:
                 self._cancelled.add(task)
                 task.cancel()
