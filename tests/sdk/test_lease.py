@@ -167,3 +167,51 @@ async def test_run_refuses_to_start_once_the_claim_is_lost() -> None:
     work.close()
     await lease.stop()
     assert not started
+
+
+async def test_a_lost_claim_inside_the_body_s_own_timeout_is_still_lease_lost() -> None:
+    renewals = Renewals()
+    lease = held(renewals)
+
+    async def body() -> None:
+        renewals.refuse = True
+        async with asyncio.timeout(5):  # the body's own limit, far off
+            await asyncio.sleep(5)
+
+    with pytest.raises(LeaseLost):
+        await lease.run(body())
+    await lease.stop()
+
+
+async def test_the_body_s_own_timeout_stays_a_timeout_while_the_claim_holds() -> None:
+    lease = held(Renewals())
+
+    async def body() -> None:
+        async with asyncio.timeout(0.02):
+            await asyncio.sleep(5)
+
+    with pytest.raises(TimeoutError):
+        await lease.run(body())
+    await lease.stop()
+    assert not lease.lost
+
+
+async def test_a_lost_claim_cancels_every_task_of_a_task_group_in_the_body() -> None:
+    renewals = Renewals()
+    lease = held(renewals)
+    finished: list[int] = []
+
+    async def child(number: int) -> None:
+        await asyncio.sleep(5)
+        finished.append(number)
+
+    async def body() -> None:
+        async with asyncio.TaskGroup() as group:
+            for number in range(3):
+                group.create_task(child(number))
+            renewals.refuse = True
+
+    with pytest.raises(LeaseLost):
+        await lease.run(body())
+    await lease.stop()
+    assert finished == []
