@@ -32,13 +32,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
 import statistics
 import tempfile
 import time
 import uuid
 import warnings
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -47,6 +45,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from sqlalchemy import event
 
+from _claims import fresh_claim
 from _results import record
 from pausetoken import (
     Interrupt,
@@ -58,12 +57,13 @@ from pausetoken import (
     open_store,
     redact_url,
 )
-from pausetoken.plugins import ClaimRequest, PendingInterrupt
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+
+    from pausetoken.plugins import PendingInterrupt
 
 SCOPE = Scope("acme")
 _CLAIM_COMMIT = "store claim + commit (one per resume)"
@@ -324,21 +324,10 @@ async def breakdown(
         await graph.aget_state(config)
         state.append(time.perf_counter() - start)
 
-        now = datetime.now(UTC)
-        lease = secrets.token_urlsafe(16)
-        request = ClaimRequest(
-            pause_key=secrets.token_urlsafe(16),
-            scope_hash=claims.scope_hash,
-            name=claims.name,
-            response_hash=claims.request_hash,
-            expires_at=now + timedelta(hours=1),
-            lease_id=lease,
-            lease_until=now + timedelta(seconds=60),
-            now=now,
-        )
+        request = fresh_claim(claims)
         start = time.perf_counter()
         await store.claim(request)
-        await store.commit(request.pause_key, lease, request.expires_at)
+        await store.commit(request.pause_key, request.lease_id, request.expires_at)
         claim_commit.append(time.perf_counter() - start)
     return {
         "verify": ms(verify),

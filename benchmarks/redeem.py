@@ -21,13 +21,13 @@ import secrets
 import statistics
 import time
 import warnings
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import attrs
 from joserfc import jwt
 from joserfc.jwk import OctKey
 
+from _claims import fresh_claim
 from _results import record
 from pausetoken import (
     Interrupt,
@@ -40,7 +40,6 @@ from pausetoken import (
     Scope,
     hash_payload,
 )
-from pausetoken.plugins import ClaimRequest
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -249,7 +248,6 @@ async def consume_steps(tokens: PauseTokens, n: int) -> dict[str, float]:
     refund = tokens.interrupt("refund")
     answer = {"approved": True}
     store = MemoryStore()
-    now = datetime.now(UTC)
 
     async def verify() -> None:
         tokens.verify(token)
@@ -270,20 +268,9 @@ async def consume_steps(tokens: PauseTokens, n: int) -> dict[str, float]:
         _ = claims.pause_key
 
     async def claim_and_commit() -> None:
-        lease = secrets.token_urlsafe(16)
-        key = secrets.token_urlsafe(32)
-        request = ClaimRequest(
-            pause_key=key,
-            scope_hash=claims.scope_hash,
-            name=claims.name,
-            response_hash=claims.request_hash,
-            expires_at=now + timedelta(hours=1),
-            lease_id=lease,
-            lease_until=now + timedelta(seconds=60),
-            now=now,
-        )
+        request = fresh_claim(claims)
         await store.claim(request)
-        await store.commit(key, lease, request.expires_at)
+        await store.commit(request.pause_key, request.lease_id, request.expires_at)
 
     steps = {
         "verify": verify,
