@@ -169,8 +169,9 @@ class Lease:
         if not self.lost:
             logger.error(why, extra={"pause": fingerprint(self._pause_key)})
             self._lost = True
-            for task in self._runners - self._cancelled:
-                self._cancelled.add(task)
+            # Only once: run() refuses to start after this, so every runner is cancelled here.
+            self._cancelled = set(self._runners)
+            for task in self._cancelled:
                 task.cancel()
             self._tell("lost")
 
