@@ -268,6 +268,34 @@ async def test_a_dropped_collection_is_refused_and_never_accepts_a_pause_again(
         await fresh.aclose()
 
 
+async def test_stores_starting_together_on_a_fresh_collection_all_start(
+    mongodb_url: str, collection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Worker A finds no sentinel; worker B prepares the collection completely before A reads
+    # the schema record: A must not take B's record for a collection dropped after creation.
+    slow = MongoStore.from_url(mongodb_url, collection=collection)
+    quick = MongoStore.from_url(mongodb_url, collection=collection)
+    read_sentinel = slow._has_sentinel  # the interleaving under test
+
+    async def then_another_worker_prepares() -> bool:
+        found = await read_sentinel()
+        monkeypatch.undo()
+        await quick.check()
+        return found
+
+    monkeypatch.setattr(slow, "_has_sentinel", then_another_worker_prepares)
+    try:
+        await slow.check()
+        now = datetime.now(UTC)
+        assert (await slow.claim(_request("first", now=now))).outcome is ClaimOutcome.CLAIMED
+        assert (await quick.claim(_request("first", now=now, lease="lease-2"))).outcome is (
+            ClaimOutcome.IN_PROGRESS
+        )
+    finally:
+        await slow.aclose()
+        await quick.aclose()
+
+
 async def test_a_fresh_collection_is_prepared_by_the_first_operation(
     mongodb_url: str, collection: str
 ) -> None:

@@ -415,7 +415,11 @@ class MongoStore:
                 return False
             created = False
             if not await self._has_sentinel():
-                if await self._schema.find_one({"_id": self._collection.name}) is not None:
+                # The record is written only after the sentinel: a record found now while the
+                # sentinel is still missing means the collection was dropped. A sentinel found
+                # on this second look was written by a worker preparing it meanwhile.
+                recorded = await self._schema.find_one({"_id": self._collection.name})
+                if recorded is not None and not await self._has_sentinel():
                     raise self._dropped(startup=True)
                 # The collection's marker first: stopped between the two writes, the next
                 # start finds the marker and records the collection then.
