@@ -108,11 +108,13 @@ class FlakyStore:
         self.renew_fails = False
         self.renew_refuses = False
         self.commits = 0
+        self.renewals = 0
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
         return await self.inner.claim(request)
 
     async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        self.renewals += 1
         if self.renew_fails:
             msg = "renew: connection reset"
             raise StoreUnavailable(msg)
@@ -368,6 +370,23 @@ async def test_a_commit_whose_reply_was_lost_is_confirmed_by_the_retry(
     done = await tokens.consume(token, YES, scope=ACME)
     assert done.replayed is False
     assert flaky.commits == 2
+
+
+@pytest.mark.slow  # retries a commit for 1.55 s of real time
+async def test_a_commit_retried_for_longer_than_the_lease_keeps_the_claim_renewed(
+    keys: KeyRing, store: MemoryStore, checkpoints: MemoryCheckpoints
+) -> None:
+    flaky = FlakyStore(store)
+    tokens = service(keys, flaky, checkpoints, lease=timedelta(seconds=1))
+    token = await mint(tokens)
+    # Retried after 0.05 + 0.1 + 0.2 + 0.4 + 0.8 s: past the 1 s lease, which only its
+    # renewals keep.
+    flaky.commit_failures = 5
+    done = await tokens.consume(token, YES, scope=ACME)
+    assert done.replayed is False
+    assert flaky.commits == 6
+    assert flaky.renewals > 0
+    assert await tokens.status(token, scope=ACME) is TokenStatus.REDEEMED
 
 
 @pytest.mark.slow  # waits out a 1 s lease of real time

@@ -1,4 +1,4 @@
-"""Lease.run(): the body runs until it ends, and is cancelled when the claim is lost.
+"""Lease: keep() renews it; run() runs a body until it ends, cancelled if the claim is lost.
 
 The lease here is 30 ms long (the service refuses anything under a second), so a renewal
 comes every 10 ms and each test takes a few of them.
@@ -34,8 +34,9 @@ class Renewals:
         return not self.refuse
 
 
-def held(renewals: Renewals) -> Lease:
-    lease = Lease(
+def taken(renewals: Renewals) -> Lease:
+    """A lease just taken, not renewed yet."""
+    return Lease(
         store=cast("TokenStore", renewals),  # renew() is all a lease calls
         pause_key="pause",
         lease_id="lease",
@@ -43,8 +44,37 @@ def held(renewals: Renewals) -> Lease:
         length=LENGTH,
         clock=time.time,
     )
+
+
+def held(renewals: Renewals) -> Lease:
+    lease = taken(renewals)
     lease.keep()
     return lease
+
+
+async def a_few_loop_steps() -> None:
+    """Far less than a renewal interval: what was started at once has run by then."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def test_kept_at_once_the_lease_is_renewed_before_a_third_of_it_passed() -> None:
+    renewals = Renewals()
+    lease = taken(renewals)
+    lease.keep(at_once=True)
+    await a_few_loop_steps()
+    assert renewals.calls == 1
+    await lease.stop()
+
+
+async def test_a_lease_already_kept_is_not_kept_a_second_time() -> None:
+    renewals = Renewals()
+    lease = held(renewals)  # its first renewal is a third of the lease away
+    lease.keep(at_once=True)
+    lease.keep()
+    await a_few_loop_steps()
+    assert renewals.calls == 0
+    await lease.stop()
 
 
 async def test_the_body_s_result_is_returned_and_renewals_go_on_while_it_runs() -> None:

@@ -134,12 +134,19 @@ class Lease:
 
     # -- the service's side -----------------------------------------------------------------
 
-    def keep(self) -> None:
-        """Start renewing in the background (the service calls this after the claim).
+    def keep(self, *, at_once: bool = False) -> None:
+        """Start renewing in the background, unless this lease is renewed already.
 
-        The first renewal is a timer, not a task: most bodies end long before it fires, and
-        a timer costs far less to set up and cancel.
+        The service calls this after the claim, before a body runs. The first renewal is a
+        timer, not a task: most bodies end long before it fires, and a timer costs far less
+        to set up and cancel. ``at_once`` renews right away, then every third of the lease:
+        for a commit being retried by a redemption that kept no lease until then.
         """
+        if self._timer is not None or self._keeper is not None:
+            return
+        if at_once:
+            self._start_renewing()
+            return
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self._interval(), self._start_renewing)
 

@@ -680,8 +680,13 @@ class PauseTokens:
         scope: Scope,
         principal: str | None,
         expect: Interrupt[Any, Any] | None,
+        renew: bool = True,
     ) -> _Claimed | Redemption[Any, Any]:
-        """Check, then claim: the claim held (its lease renewed), or the replay's answer."""
+        """Check, then claim: the claim held, or the replay's answer.
+
+        With ``renew``, the lease is renewed from now on; without it, from the first failed
+        commit on (`_commit`).
+        """
         expected = None if expect is None else self._registered(expect)
         checked = await self._check(
             token, response, scope=scope, principal=principal, expect=expected
@@ -721,7 +726,8 @@ class PauseTokens:
             clock=self.clock,
             on_renewal=self._renewal_observer(claims) if self._observing else None,
         )
-        lease.keep()
+        if renew:
+            lease.keep()
         return _Claimed(checked, key, lease_id, lease)
 
     def _committed(self, claims: Claims) -> None:
@@ -769,6 +775,8 @@ class PauseTokens:
                 logger.warning(
                     "commit failed; retrying while the lease holds", extra=_log_fields(claims)
                 )
+                # consume() renews from here on: its commit follows the claim at once.
+                lease.keep(at_once=True)
                 remaining = lease.until.timestamp() - self.clock()
                 await asyncio.sleep(max(0.0, min(delay, remaining)))
                 delay = min(delay * 2, _COMMIT_RETRY_MAX_S)
@@ -867,8 +875,11 @@ class PauseTokens:
         """
         # redeem() with an empty body, without the context manager: there is no body that
         # could raise between the claim and the commit, so nothing is ever released here.
+        # Nor is the lease renewed unless the commit has to be retried: nothing acts on the
+        # answer before this returns, and a renewal timer set and cancelled on every call
+        # costs about a tenth of an in-memory consume.
         claimed = await self._claim(
-            token, response, scope=scope, principal=principal, expect=expect
+            token, response, scope=scope, principal=principal, expect=expect, renew=False
         )
         if not isinstance(claimed, _Claimed):
             return claimed
