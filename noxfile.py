@@ -379,6 +379,10 @@ def bench(session: nox.Session) -> None:
 def bench_quick(session: nox.Session) -> None:
     """Run every benchmark's quick variant, so that none can rot; the page goes to a temp file."""
     _bench(session, "--quick", "--output", str(Path(session.create_tmp()) / "benchmarks.md"))
+    # The comparison of two revisions, on the smallest run it can make.
+    session.run(
+        "python", "benchmarks/compare.py", "HEAD", "redeem.py", "--rounds", "1", "--", "--quick"
+    )
 
 
 @nox.session(python=NEWEST)
