@@ -1,7 +1,8 @@
 """Machine-readable results: what `report.py` turns into docs/benchmarks.md.
 
 Each benchmark prints its figures for a reader and, through `record()`, appends each ratio it
-judges to the JSON-lines file named by ``PAUSETOKEN_BENCH_RESULTS`` (nothing without it).
+judges to the JSON-lines file named by ``PAUSETOKEN_BENCH_RESULTS`` (nothing without it);
+`recorded()` reads them back.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 #: The environment variable naming the JSON-lines file results are appended to.
 RESULTS_VARIABLE = "PAUSETOKEN_BENCH_RESULTS"
@@ -46,3 +47,10 @@ def record(
     }
     with Path(path).open("a", encoding="utf-8") as out:
         out.write(json.dumps(line) + "\n")
+
+
+def recorded(path: Path) -> list[dict[str, Any]]:
+    """What `record()` appended to ``path``, in order (nothing if it wrote no file)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

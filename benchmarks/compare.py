@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import statistics
 import subprocess
@@ -32,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _results import RESULTS_VARIABLE
+from _results import RESULTS_VARIABLE, recorded
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -84,7 +83,9 @@ def check_imports(tree: Path) -> None:
         sys.exit(f"a run meant to use {tree} imported pausetoken from {found or 'nowhere'}")
 
 
-def start(script: str, args: list[str], tree: Path, workdir: Path) -> tuple[Any, Path]:
+def start(
+    script: str, args: list[str], tree: Path, workdir: Path
+) -> tuple[subprocess.Popen[str], Path]:
     """Start one run of ``script`` on the libraries under ``tree``; where it records."""
     results = Path(tempfile.mkstemp(suffix=".jsonl", dir=workdir)[1])
     process = subprocess.Popen(
@@ -98,15 +99,16 @@ def start(script: str, args: list[str], tree: Path, workdir: Path) -> tuple[Any,
     return process, results
 
 
-def finish(started: tuple[Any, Path], script: str, tree: Path) -> dict[str, dict[str, Any]]:
+def finish(
+    started: tuple[subprocess.Popen[str], Path], script: str, tree: Path
+) -> dict[str, dict[str, Any]]:
     """Wait for a run: its records, by measure."""
     process, results = started
     output, _ = process.communicate()
     if process.returncode != 0:
         sys.stderr.write(output)
         sys.exit(f"{script} failed on the libraries under {tree} (exit {process.returncode})")
-    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
-    return {record["measure"]: record for record in records}
+    return {record["measure"]: record for record in recorded(results)}
 
 
 def report(rounds: list[dict[str, dict[str, dict[str, Any]]]]) -> None:
@@ -161,18 +163,21 @@ def main() -> None:
         rounds = []
         for number in range(options.rounds):
             order = ["base", "tree"] if number % 2 == 0 else ["tree", "base"]
-            one = {}
             if options.together:
                 started = {
                     side: start(options.script, options.args, sides[side], workdir)
                     for side in order
                 }
-                for side in order:
-                    one[side] = finish(started[side], options.script, sides[side])
-            else:
-                for side in order:
-                    begun = start(options.script, options.args, sides[side], workdir)
-                    one[side] = finish(begun, options.script, sides[side])
+                one = {side: finish(started[side], options.script, sides[side]) for side in order}
+            else:  # each run ends before the next starts
+                one = {
+                    side: finish(
+                        start(options.script, options.args, sides[side], workdir),
+                        options.script,
+                        sides[side],
+                    )
+                    for side in order
+                }
             rounds.append(one)
             print(f"round {number + 1} of {options.rounds} done", file=sys.stderr)
     print(

@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from _results import RESULTS_VARIABLE
+from _results import RESULTS_VARIABLE, recorded
 from pausetoken.plugins import redact_url
 
 HERE = Path(__file__).parent
@@ -138,13 +138,13 @@ def run_all(*, quick: bool) -> dict[str, Any]:
             started = time.monotonic()
             done = subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, check=False)
             took = time.monotonic() - started
-            lines = results.read_text().splitlines() if results.exists() else []
+            found = recorded(results)
         runs.append(
             {
                 "command": shown,
                 "seconds": round(took),
                 "returncode": done.returncode,
-                "results": [json.loads(line) for line in lines],
+                "results": found,
             }
         )
     return {
