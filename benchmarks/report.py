@@ -187,6 +187,13 @@ def render(data: dict[str, Any]) -> str:
             "than ratios. What each script measures is in its docstring, in `benchmarks/`."
         ),
         "",
+        (
+            "One run cannot show a change of a few percent on a noisy machine: "
+            "`python benchmarks/compare.py BASE SCRIPT` runs one script on the libraries of "
+            "revision `BASE` and on the working tree's, in alternating rounds, and reports "
+            "each side's medians."
+        ),
+        "",
         "## Machine",
         "",
         "| | |",
