@@ -383,6 +383,8 @@ def bench_quick(session: nox.Session) -> None:
     session.run(
         "python", "benchmarks/compare.py", "HEAD", "redeem.py", "--rounds", "1", "--", "--quick"
     )
+    # A prototype the page does not show (the cost section of docs/langgraph.md quotes it).
+    session.run("python", "benchmarks/langgraph_resume.py", "--quick", "--fold-commit")
 
 
 @nox.session(python=NEWEST)

@@ -26,12 +26,21 @@ SQLite store's connection without an fsync per commit (the checkpointer keeps it
 settings). Neither is a recommended configuration; the default run is the one that counts.
 `--checkpointer postgresql://...` runs both graphs on AsyncPostgresSaver instead (the demo's
 `--checkpointer` handling).
+
+`--fold-commit` is a prototype of writing the commit in the checkpointer's transaction, to
+measure what `--free commit` only bounds: the SQLite store lives in AsyncSqliteSaver's own
+file, and the checkpoint that the resumed run saves first is written together with the
+store's commit statement, on the saver's connection, in one transaction (one sync to disk);
+`resume()`'s own commit then finds the pause committed. It copies the saver's INSERT from
+langgraph-checkpoint-sqlite and holds only while one resume runs at a time: a measurement,
+not a design to ship.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import tempfile
 import time
@@ -41,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
+from langgraph.checkpoint.base import get_checkpoint_metadata
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from sqlalchemy import event
@@ -59,11 +69,14 @@ from pausetoken import (
 )
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
+from pausetoken_sqlalchemy._statements import encode_key, to_us
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from pausetoken.plugins import PendingInterrupt
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from pausetoken.plugins import ClaimRequest, PendingInterrupt
 
 SCOPE = Scope("acme")
 _CLAIM_COMMIT = "store claim + commit (one per resume)"
@@ -139,6 +152,90 @@ async def _instant_commit(*_args: Any) -> bool:
     return True
 
 
+# AsyncSqliteSaver.aput's statement (langgraph-checkpoint-sqlite 3.x), for --fold-commit.
+_PUT_CHECKPOINT = (
+    "INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id,"
+    " parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class CommitFold:
+    """--fold-commit: the store's commit written in the resumed run's first checkpoint.
+
+    `expect()` names the thread a timed resume will run and the pause it redeems. The
+    saver's ``aput`` (replaced on the instance, so the reader still sees an
+    ``AsyncSqliteSaver``) writes that thread's next checkpoint and the commit statement in
+    one transaction; the store's ``claim`` is watched for the lease, and its ``commit``
+    answers from what was folded.
+    """
+
+    def __init__(self, saver: AsyncSqliteSaver, store: Any) -> None:
+        self.saver, self.store = saver, store
+        self._waiting: dict[str, str] = {}  # thread id -> pause key
+        self._leases: dict[str, ClaimRequest] = {}  # pause key -> its claim
+        self._folded: set[str] = set()
+        self._put, self._claim, self._commit = saver.aput, store.claim, store.commit
+        saver.aput = self._aput  # type: ignore[method-assign,assignment]
+        store.claim, store.commit = self._claimed, self._committed
+
+    def expect(self, thread_id: str, pause_key: str) -> None:
+        self._waiting[thread_id] = pause_key
+
+    async def _claimed(self, request: ClaimRequest) -> Any:
+        self._leases[request.pause_key] = request
+        return await self._claim(request)
+
+    async def _committed(self, pause_key: str, lease_id: str, expires_at: Any) -> bool:
+        if pause_key in self._folded:
+            return True
+        return bool(await self._commit(pause_key, lease_id, expires_at))
+
+    async def _aput(self, config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+        configurable = config["configurable"]
+        pause_key = self._waiting.pop(configurable["thread_id"], None)
+        if pause_key is None:
+            return await self._put(config, checkpoint, metadata, versions)
+        claim = self._leases[pause_key]
+        statements = self.store._statements  # noqa: SLF001 - the store's own commit
+        commit = statements._bind(  # noqa: SLF001
+            (
+                encode_key(pause_key),
+                claim.lease_id,
+                to_us(claim.expires_at),
+                statements._stamps.next(),  # noqa: SLF001
+            )
+        )
+        saver = self.saver
+        await saver.setup()
+        kind, blob = saver.serde.dumps_typed(checkpoint)
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+        row = (
+            str(configurable["thread_id"]),
+            configurable["checkpoint_ns"],
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            kind,
+            blob,
+            meta.encode("utf-8", "ignore"),
+        )
+        async with saver.lock:
+            async with saver.conn.execute(_PUT_CHECKPOINT, row):
+                pass
+            if not await saver.conn.execute_fetchall(statements._commit_sql, commit):  # noqa: SLF001
+                await saver.conn.rollback()
+                msg = "--fold-commit: the claim was not held"
+                raise RuntimeError(msg)
+            await saver.conn.commit()
+        self._folded.add(pause_key)
+        return {
+            "configurable": {
+                "thread_id": configurable["thread_id"],
+                "checkpoint_ns": configurable["checkpoint_ns"],
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+
 async def answer_head_read_from_memory(
     tokens: PauseTokens, reader: LangGraphCheckpoints, token: str
 ) -> None:
@@ -189,10 +286,16 @@ async def main(
     synchronous: str = "full",
     checkpointer_url: str | None = None,
     free: frozenset[str] = frozenset(),
+    fold_commit: bool = False,
 ) -> None:
+    if fold_commit and (store_url or checkpointer_url or "commit" in free):
+        msg = "--fold-commit runs on its own set-up: no --store, --checkpointer or --free commit"
+        raise SystemExit(msg)
     run = uuid.uuid4().hex[:8]  # thread ids of their own in a database that outlives the run
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
+        if fold_commit:  # the store's table in the checkpointer's file (the demo's path)
+            store_url = f"sqlite+aiosqlite:///{directory / 'checkpoints.db'}"
         store = open_benchmark_store(store_url, directory, synchronous)
         async with open_checkpointer(checkpointer_url, directory) as saver:
             saver_name = type(saver).__name__
@@ -200,6 +303,7 @@ async def main(
             reader = LangGraphCheckpoints(ours_graph)
             if "commit" in free:
                 store.commit = _instant_commit
+            fold = CommitFold(saver, store) if fold_commit else None  # type: ignore[arg-type]
             store_times = StoreTimes(store)
             tokens = PauseTokens(
                 signer=JoseSigner(KeyRing.generate()), store=store, checkpoints=reader
@@ -212,6 +316,9 @@ async def main(
                 [event] = await mint_pending(tokens, ours_graph, config, scope=SCOPE)
                 if "head-read" in free:  # read now, untimed; the resume gets the answer
                     await answer_head_read_from_memory(tokens, reader, event.token)
+                if fold is not None:
+                    pause_key = tokens.verify(event.token).pause_key  # untimed
+                    fold.expect(config["configurable"]["thread_id"], pause_key)
                 start = time.perf_counter()
                 out = await resume(tokens, ours_graph, event.token, ANSWER, scope=SCOPE)
                 took = time.perf_counter() - start
@@ -237,20 +344,30 @@ async def main(
             parts = await breakdown(tokens, reader, ours_graph, store, n=n, run=run)
         await store.aclose()
 
-    where = saver_name
-    where += " + " + (redact_url(store_url) if store_url else "SQLite store (file)")
-    if synchronous != "full":
-        where += f", store synchronous={synchronous.upper()}"
-    if free:
-        where += f", free: {' and '.join(sorted(free))} (what-if, not secure)"
     report(
-        where,
+        set_up(saver_name, store_url, synchronous, free, fold_commit=fold_commit),
         n,
         our_times=our_times,
         bare_times=bare_times,
         store_times=store_times.samples,
         parts=parts,
     )
+
+
+def set_up(
+    saver: str, store_url: str | None, synchronous: str, free: frozenset[str], *, fold_commit: bool
+) -> str:
+    """The set-up a run measured, as the report and the recorded lines name it."""
+    if fold_commit:
+        where = f"{saver} + SQLite store in its file, commit in the checkpoint's transaction"
+        where += " (prototype)"
+    else:
+        where = f"{saver} + " + (redact_url(store_url) if store_url else "SQLite store (file)")
+    if synchronous != "full":
+        where += f", store synchronous={synchronous.upper()}"
+    if free:
+        where += f", free: {' and '.join(sorted(free))} (what-if, not secure)"
+    return where
 
 
 def report(
@@ -365,6 +482,14 @@ if __name__ == "__main__":
             "in the checkpointer's transaction, could save"
         ),
     )
+    parser.add_argument(
+        "--fold-commit",
+        action="store_true",
+        help=(
+            "prototype: the SQLite store in the checkpointer's file, its commit written in the "
+            "transaction of the resumed run's first checkpoint (see the module docstring)"
+        ),
+    )
     args = parser.parse_args()
     asyncio.run(
         main(
@@ -373,5 +498,6 @@ if __name__ == "__main__":
             synchronous=args.store_synchronous,
             checkpointer_url=args.checkpointer,
             free=frozenset(args.free),
+            fold_commit=args.fold_commit,
         )
     )
