@@ -69,6 +69,7 @@ from pausetoken import (
 )
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
 from pausetoken_langgraph._demo import _checkpointer as open_checkpointer
+from pausetoken_langgraph._demo import _plan_checkpointer
 from pausetoken_sqlalchemy._statements import encode_key, to_us
 
 if TYPE_CHECKING:
@@ -294,8 +295,8 @@ async def main(
     run = uuid.uuid4().hex[:8]  # thread ids of their own in a database that outlives the run
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
-        if fold_commit:  # the store's table in the checkpointer's file (the demo's path)
-            store_url = f"sqlite+aiosqlite:///{directory / 'checkpoints.db'}"
+        if fold_commit:  # the store's table in the checkpointer's file
+            store_url = f"sqlite+aiosqlite:///{_plan_checkpointer(None, directory).target}"
         store = open_benchmark_store(store_url, directory, synchronous)
         async with open_checkpointer(checkpointer_url, directory) as saver:
             saver_name = type(saver).__name__
