@@ -1,4 +1,4 @@
-"""Claim speed of the SQLAlchemy store against the raw driver running the same statement.
+"""Claim speed of each store against the raw driver doing the same, and with a full table.
 
 For each engine, in one process and one run:
 
@@ -14,13 +14,20 @@ For Redis: claims/s at concurrency 1 and 16 through ``RedisStore`` and through a
 ``SET NX PX``-equivalent Lua script run with ``EVALSHA`` on a client of its own with the same
 blocking pool (target ratio >= 0.8). The server is ``PAUSETOKEN_TEST_REDIS_URL`` (default
 ``redis://127.0.0.1:6379/0``); keys go under a fresh prefix and are deleted afterwards.
+Then claim latency with 10,000 and with 1,000,000 redeemed pauses' keys (target ratio
+<= 1.5), written by a server-side script: a logical database is its own hash table, so the
+10,000 go in the URL's database and the 1,000,000 in the next one, and their rounds take
+turns. The filled keys expire within the hour should a run be cut short.
 
 For MongoDB: claims/s at concurrency 1 and 16 through ``MongoStore`` against raw pymongo
 ``insert_one`` of the same document on the same collection (same concerns; target ratio
 >= 0.8), on ``PAUSETOKEN_TEST_MONGODB_URL`` or else an nx-27017 server started for the run
 (the output names the server). A store's first claim also writes a probe document that the
 guard index refuses (docs/mongo.md, "Data layout"), so a third figure, with no
-target, sets the store against the driver inserting those same two documents.
+target, sets the store against the driver inserting those same two documents. Then claim
+latency with 10,000 and with 1,000,000 redeemed pauses' documents (target ratio <= 1.5),
+two collections whose rounds take turns, filled with ``insert_many`` under the store's
+indexes (on nx-27017 the million takes about two minutes).
 
 Every figure is the median of several rounds; rounds take turns so load spikes hit all
 candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
@@ -30,7 +37,7 @@ candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
     python benchmarks/stores.py --engine postgresql   # one engine
     python benchmarks/stores.py --engine redis        # RedisStore against a raw script
     python benchmarks/stores.py --engine mongodb      # MongoDB (or nx-27017) only
-    python benchmarks/stores.py --quick               # fewer claims, 200,000 rows
+    python benchmarks/stores.py --quick               # fewer claims, 200,000 rows or keys
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiosqlite
 import asyncmy
@@ -63,12 +71,15 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from _results import record
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken_mongo import MongoStore
+from pausetoken_mongo._documents import to_micros
 from pausetoken_redis import RedisStore
 from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from pausetoken.plugins import TokenStore
 
 DEFAULT_URLS = {
     "postgresql": "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
@@ -255,7 +266,7 @@ async def fill_to(store: SQLAlchemyStore, family: str, rows: int) -> float:
     return took
 
 
-async def latency_round(store: SQLAlchemyStore, n: int) -> tuple[float, float]:
+async def latency_round(store: TokenStore, n: int) -> tuple[float, float]:
     """Median and p99 latency (s) of ``n`` claims one after another."""
     samples = []
     for request in requests(n):
@@ -267,7 +278,7 @@ async def latency_round(store: SQLAlchemyStore, n: int) -> tuple[float, float]:
 
 
 async def latencies(
-    stores: dict[int, SQLAlchemyStore], n: int, rounds: int
+    stores: Mapping[int, TokenStore], n: int, rounds: int
 ) -> dict[int, tuple[float, float]]:
     """Median (µs) of each table's round medians and p99s; the tables take turns."""
     medians: dict[int, list[float]] = {rows: [] for rows in stores}
@@ -282,6 +293,26 @@ async def latencies(
         rows: (statistics.median(medians[rows]) * 1e6, statistics.median(p99s[rows]) * 1e6)
         for rows in stores
     }
+
+
+def report_latencies(
+    name: str, unit: str, took: dict[int, float], lat: dict[int, tuple[float, float]]
+) -> None:
+    """Print and record the claim latency with the most rows against the least."""
+    small, big = min(lat), max(lat)
+    for rows in sorted(lat):
+        print(
+            f"{unit} {rows:>9,} (filled in {took[rows]:5.1f} s): claim median"
+            f" {lat[rows][0]:7.0f} µs, p99 {lat[rows][1]:7.0f} µs"
+        )
+    print(f"latency ratio {big:,} / {small:,} {unit}: {lat[big][0] / lat[small][0]:.2f}")
+    record(
+        f"{name}: claim latency, {big:,} / {small:,} {unit}",
+        lat[big][0] / lat[small][0],
+        detail=f"{lat[big][0]:.0f} µs / {lat[small][0]:.0f} µs (medians)",
+        target=1.5,
+        better="lower",
+    )
 
 
 async def drop_table(store: SQLAlchemyStore) -> None:
@@ -335,19 +366,7 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
         finally:
             await drop_table(small)
             await small.aclose()
-        for rows in by_rows:
-            print(
-                f"rows {rows:>9,} (filled in {took[rows]:5.1f} s): claim median"
-                f" {lat[rows][0]:7.0f} µs, p99 {lat[rows][1]:7.0f} µs"
-            )
-        print(f"latency ratio {big:,} / 10,000 rows: {lat[big][0] / lat[10_000][0]:.2f}")
-        record(
-            f"{family}: claim latency, {big:,} / 10,000 rows",
-            lat[big][0] / lat[10_000][0],
-            detail=f"{lat[big][0]:.0f} µs / {lat[10_000][0]:.0f} µs (medians)",
-            target=1.5,
-            better="lower",
-        )
+        report_latencies(family, "rows", took, lat)
     finally:
         await drop_table(store)
         await store.aclose()
@@ -355,6 +374,73 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
 
 # The baseline: the least a claim can be, one SET NX PX in a script run with EVALSHA.
 RAW_REDIS_CLAIM = "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0"
+
+
+# Redeemed pauses as the store's scripts leave them, written on the server in one batch.
+# ARGV: key prefix, first and last number, scope hash, response hash, expiry us and ms.
+FILL_REDIS = """
+for i = tonumber(ARGV[2]), tonumber(ARGV[3]) do
+  local k = ARGV[1] .. '{fill-' .. i .. '}'
+  redis.call('HSET', k, 's', 'r', 'sh', ARGV[4], 'n', 'fill', 'rh', ARGV[5], 'l', 'fill',
+             'lu', '0', 'e', ARGV[6])
+  redis.call('PEXPIREAT', k, ARGV[7])
+end
+return 1
+"""
+# ARGV: key prefix, first and last number of the keys FILL_REDIS wrote.
+UNFILL_REDIS = """
+for i = tonumber(ARGV[2]), tonumber(ARGV[3]) do
+  redis.call('UNLINK', ARGV[1] .. '{fill-' .. i .. '}')
+end
+return 1
+"""
+FILL_BATCH = 20_000
+
+
+def next_database(url: str) -> str:
+    """The same Redis server's next logical database (the one before it for the last)."""
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{db + 1 if db < 15 else db - 1}"))
+
+
+async def fill_redis(client: Any, prefix: str, keys: int) -> float:
+    """Write ``keys`` redeemed pauses; they expire in an hour should the run be cut short."""
+    expires = time.time() + 3600
+    expiry = (str(int(expires * 1_000_000)), str(int(expires * 1000)))
+    start = time.perf_counter()
+    for first in range(0, keys, FILL_BATCH):
+        last = min(keys, first + FILL_BATCH) - 1
+        await client.eval(FILL_REDIS, 0, prefix, first, last, SCOPE, ANSWER, *expiry)
+    return time.perf_counter() - start
+
+
+async def drop_redis_keys(client: Any, prefix: str, filled: int) -> None:
+    for first in range(0, filled, FILL_BATCH):
+        last = min(filled, first + FILL_BATCH) - 1
+        await client.eval(UNFILL_REDIS, 0, prefix, first, last)
+    batch = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
+    for start in range(0, len(batch), 1000):
+        await client.delete(*batch[start : start + 1000])
+
+
+async def redis_latencies(url: str, prefix: str, n: int, rounds: int, *, quick: bool) -> None:
+    """Claim latency with 10,000 keys and with 1,000,000, in two databases taking turns.
+
+    A logical database is its own hash table, as a SQL table is its own index: the small
+    one is the URL's database, the large one the next. Both are cleaned up afterwards.
+    """
+    big = 200_000 if quick else 1_000_000
+    urls = {10_000: url, big: next_database(url)}
+    stores = {keys: RedisStore.from_url(urls[keys], key_prefix=prefix) for keys in urls}
+    try:
+        took = {keys: await fill_redis(stores[keys].client, prefix, keys) for keys in stores}
+        lat = await latencies(stores, n, rounds)
+    finally:
+        for keys, store in stores.items():
+            await drop_redis_keys(store.client, prefix, keys)
+            await store.aclose()
+    report_latencies("redis", "keys", took, lat)
 
 
 async def bench_redis(url: str, *, quick: bool) -> None:
@@ -395,11 +481,10 @@ async def bench_redis(url: str, *, quick: bool) -> None:
                 target=0.8,
             )
     finally:
-        batch = [key async for key in raw.scan_iter(match=f"{prefix}*", count=1000)]
-        for start in range(0, len(batch), 1000):
-            await raw.delete(*batch[start : start + 1000])
+        await drop_redis_keys(raw, prefix, 0)
         await raw.aclose()
         await store.aclose()
+    await redis_latencies(url, prefix, n // 5, rounds, quick=quick)
 
 
 def pause_documents(n: int) -> list[dict[str, Any]]:
@@ -444,9 +529,54 @@ def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]
     return insert
 
 
+async def fill_mongo(store: MongoStore, documents: int) -> float:
+    """Insert ``documents`` redeemed pauses, as the store leaves them, in batches."""
+    expires = datetime.now(UTC) + timedelta(days=1)
+    fields = {
+        "state": "redeemed",
+        "scope_hash": SCOPE,
+        "name": "fill",
+        "response_hash": ANSWER,
+        "lease_id": "fill",
+        "lease_until": 0,
+        "expires_at": to_micros(expires),
+        "remove_after": expires,
+    }
+    start = time.perf_counter()
+    for first in range(0, documents, FILL_BATCH):
+        batch = range(first, min(documents, first + FILL_BATCH))
+        await store.collection.insert_many(
+            [{"_id": f"fill-{i}", **fields} for i in batch], ordered=False
+        )
+    return time.perf_counter() - start
+
+
+async def mongo_latencies(
+    url: str, name: str, served_by: str, n: int, rounds: int, *, quick: bool
+) -> None:
+    """Claim latency with 10,000 documents and with 1,000,000, two collections in turns."""
+    big = 200_000 if quick else 1_000_000
+    stores = {
+        documents: MongoStore.from_url(url, collection=f"{name}_{documents}")
+        for documents in (10_000, big)
+    }
+    try:
+        for store in stores.values():
+            await store.check()  # the indexes first: the documents are filled under them
+        took = {documents: await fill_mongo(stores[documents], documents) for documents in stores}
+        lat = await latencies(stores, n, rounds)
+    finally:
+        for store in stores.values():
+            await store.collection.drop()
+            await store.aclose()
+    report_latencies(f"mongodb on {served_by}", "documents", took, lat)
+
+
 async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
     n, rounds = (1000, 3) if quick else (4000, 5)
-    store = MongoStore.from_url(url, collection=f"pt_bench_{secrets.token_hex(4)}")
+    name = f"pt_bench_{secrets.token_hex(4)}"
+    served_by = server.split(" at ", maxsplit=1)[0]
+    store = MongoStore.from_url(url, collection=name)
     print(f"\n== mongodb on {server}: {store!r}")
     collection = store.collection
     try:
@@ -478,7 +608,6 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
                 f"{concurrency:>11} {store_rate:>9,.0f} {raw_rate:>9,.0f}"
                 f" {store_rate / raw_rate:>6.2f} {guarded_rate:>9,.0f}"
             )
-            served_by = server.split(" at ", maxsplit=1)[0]
             record(
                 f"mongodb on {served_by}: claims/s at concurrency {concurrency},"
                 " store / raw insert_one",
@@ -495,6 +624,7 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
     finally:
         await collection.drop()
         await store.aclose()
+    await mongo_latencies(url, name, served_by, n // 2, rounds, quick=quick)
 
 
 def run_mongo(tmp: str, *, quick: bool) -> None:
