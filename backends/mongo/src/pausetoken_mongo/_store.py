@@ -370,10 +370,11 @@ class MongoStore:
         return result.deleted_count
 
     async def ensure_schema(self) -> bool:
-        """Prepare the collection: its marker document and its two indexes.
+        """Prepare the collection: its three indexes and its marker document.
 
-        The TTL index on ``remove_after`` and the index `purge()` uses. Runs by itself
-        before the store's first operation.
+        The TTL index on ``remove_after``, the index `purge()` uses and the guard's unique
+        index, which refuses the probe a first claim or revoke writes. Runs by itself before
+        the store's first operation.
 
         A collection this store's database records as created (in ``pausetoken_schema``)
         but which is gone was dropped: it is never prepared again, since an empty one would
