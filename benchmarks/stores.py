@@ -72,6 +72,7 @@ from _results import record
 from pausetoken.plugins import ClaimOutcome, ClaimRequest
 from pausetoken_mongo import MongoStore
 from pausetoken_mongo._documents import to_micros
+from pausetoken_mongo._store import SCHEMA_COLLECTION
 from pausetoken_redis import RedisStore
 from pausetoken_sqlalchemy import SQLAlchemyStore
 from pausetoken_sqlalchemy._statements import ClaimArgs
@@ -529,6 +530,14 @@ def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]
     return insert
 
 
+async def drop_collection(store: MongoStore) -> None:
+    """Drop the store's collection and its record, as `drop_table` does on SQL, then close."""
+    collection = store.collection
+    await collection.drop()
+    await collection.database[SCHEMA_COLLECTION].delete_one({"_id": collection.name})
+    await store.aclose()
+
+
 async def fill_mongo(store: MongoStore, documents: int) -> float:
     """Insert ``documents`` redeemed pauses, as the store leaves them, in batches."""
     expires = datetime.now(UTC) + timedelta(days=1)
@@ -567,8 +576,7 @@ async def mongo_latencies(
         lat = await latencies(stores, n, rounds)
     finally:
         for store in stores.values():
-            await store.collection.drop()
-            await store.aclose()
+            await drop_collection(store)
     report_latencies(f"mongodb on {served_by}", "documents", took, lat)
 
 
@@ -622,8 +630,7 @@ async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
                 detail=f"{store_rate:,.0f}/s / {guarded_rate:,.0f}/s",
             )
     finally:
-        await collection.drop()
-        await store.aclose()
+        await drop_collection(store)
     await mongo_latencies(url, name, served_by, n // 2, rounds, quick=quick)
 
 
