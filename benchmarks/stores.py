@@ -69,9 +69,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from _results import record
-from pausetoken.plugins import ClaimOutcome, ClaimRequest
+from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 from pausetoken_mongo import MongoStore
-from pausetoken_mongo._documents import to_micros
+from pausetoken_mongo._documents import STATE, claim_fields, raise_expiry
 from pausetoken_mongo._store import SCHEMA_COLLECTION
 from pausetoken_redis import RedisStore
 from pausetoken_sqlalchemy import SQLAlchemyStore
@@ -541,16 +541,11 @@ async def drop_collection(store: MongoStore) -> None:
 async def fill_mongo(store: MongoStore, documents: int) -> float:
     """Insert ``documents`` redeemed pauses, as the store leaves them, in batches."""
     expires = datetime.now(UTC) + timedelta(days=1)
-    fields = {
-        "state": "redeemed",
-        "scope_hash": SCOPE,
-        "name": "fill",
-        "response_hash": ANSWER,
-        "lease_id": "fill",
-        "lease_until": 0,
-        "expires_at": to_micros(expires),
-        "remove_after": expires,
-    }
+    # The store's own field builders: a claim's fields, then redeemed, then its expiry.
+    claimed = claim_fields(
+        scope_hash=SCOPE, name="fill", response_hash=ANSWER, lease_id="fill", lease_until=expires
+    )
+    fields = {**claimed, STATE: PauseState.REDEEMED.value, **raise_expiry(expires)}
     start = time.perf_counter()
     for first in range(0, documents, FILL_BATCH):
         batch = range(first, min(documents, first + FILL_BATCH))
