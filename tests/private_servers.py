@@ -262,6 +262,8 @@ def nx_27017_server(directory: Path, *, database: str = "pausetoken") -> Iterato
     def start() -> Popen:
         args = [command, "--db", str(directory / "data.db"), "--host", "127.0.0.1"]
         args += ["-p", str(port), "--log-file", str(directory / "server.log")]
+        # Its own pid file: the default one in /tmp makes a second server refuse to start.
+        args += ["--pid-file", str(directory / "server.pid")]
         log = (directory / "stdout.log").open("ab")
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         log.close()
