@@ -16,7 +16,6 @@ from langchain_core.tools import tool
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 from langgraph_support import ACME, State, thread
-from pydantic import ValidationError
 
 from pausetoken import TokenStatus, hash_payload
 from pausetoken.exceptions import AlreadyRedeemed, InvalidResponse, UnknownInterrupt
@@ -339,22 +338,34 @@ async def test_per_call_tokens_answer_their_own_tool_call_in_any_order(
     assert agent.done == [("refund", {"order": "o-1"})]
 
 
-async def test_per_call_edited_args_the_tool_schema_refuses_release_the_token(
-    agents: Callable[..., Agent], make_tokens: Callable[..., PauseTokens]
+@pytest.mark.parametrize("mode", MODES)
+async def test_edited_args_the_tool_schema_refuses_are_422_before_anything_is_claimed(
+    mode: Mode, agents: Callable[..., Agent], make_tokens: Callable[..., PauseTokens]
 ) -> None:
-    agent = agents("per_call")
+    agent = agents(mode)
     tokens, config, [event] = await paused(agent, make_tokens)
+    # "to" must be a string and "body" is required: the tool's own argument schema.
     wrong_args = {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": 3}}}
+    [wrong] = answer(mode, wrong_args)
 
-    # LangGraph checks the edited args against the tool's schema as the node resumes, before
-    # saving anything: its error propagates and the claim is released.
-    with pytest.raises(ValidationError):
-        await resume(tokens, agent.graph, event.token, wrong_args, scope=ACME)
+    with pytest.raises(InvalidResponse) as caught:
+        await resume(tokens, agent.graph, event.token, wrong, scope=ACME)
 
+    where = "$.decisions[0]" if mode == "batched" else "$"
+    assert caught.value.http_status == 422
+    assert caught.value.field == f"{where}.edited_action.args.to"
+    assert "send_email" in caught.value.detail
+    assert "3" not in caught.value.detail.replace("422", "")  # the answer is never quoted
+    # Nothing was claimed or saved: the approver corrects the edit with the same token.
     assert await tokens.status(event.token, scope=ACME) is TokenStatus.ACTIVE
     assert len((await agent.graph.aget_state(config)).interrupts) == 1
-    resumed = await resume(tokens, agent.graph, event.token, {"type": "approve"}, scope=ACME)
-    assert agent.done == [("send_email", EMAIL_CALL["args"])]
+    assert agent.done == []
+    fixed = {"to": "bob@example.com", "body": "hello"}
+    [corrected] = answer(
+        mode, {"type": "edit", "edited_action": {"name": "send_email", "args": fixed}}
+    )
+    resumed = await resume(tokens, agent.graph, event.token, corrected, scope=ACME)
+    assert agent.done == [("send_email", fixed)]
     assert resumed.interrupts == ()
 
 

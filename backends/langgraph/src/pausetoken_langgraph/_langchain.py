@@ -7,12 +7,17 @@ modes. Batched (its default) raises one interrupt per model turn,
 ``{"type": "tool_approval", "tool_call_id", "name", "args", "description"}``, answered with
 one decision; the decisions that tool allows travel in the interrupt's ``response_schema``.
 
-Nothing here imports LangChain: the shapes are read from the values LangGraph stores.
+Nothing here imports LangChain: the shapes are read from the values LangGraph stores. An
+edit's arguments are checked against the tool's own argument schema when
+[`resume()`][pausetoken_langgraph.resume] redeems: it hands the graph's tools to the kinds'
+validators (`checking_edits_with`), so a bad edit is refused before anything is claimed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 from pausetoken import Interrupt
@@ -27,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = [
     "LANGCHAIN_BATCHED",
     "LANGCHAIN_PER_CALL",
+    "checking_edits_with",
+    "graph_tools",
     "langchain_kind",
     "langchain_value",
     "register_langchain",
@@ -35,6 +42,13 @@ __all__ = [
 _BATCHED_KEYS: Final = frozenset({"action_requests", "review_configs"})
 _PER_CALL_TYPE: Final = "tool_approval"
 _ALLOWED: Final = "allowed_decisions"
+
+# The tools of the graph being resumed, by name, while resume() redeems: the kinds' validators
+# run inside redeem(), before its claim, and take no other argument than the answer and the
+# payload. None outside resume(): a bare redeem() checks the decisions' shape only.
+_EDIT_TOOLS: ContextVar[Mapping[str, Any] | None] = ContextVar(
+    "pausetoken_langchain_edit_tools", default=None
+)
 
 
 def _is_object(value: object) -> bool:
@@ -126,6 +140,69 @@ def langchain_value(found: GraphInterrupt) -> Any:
     return {**value, _ALLOWED: list(allowed)}
 
 
+def graph_tools(graph: object) -> dict[str, Any]:
+    """The tools a graph's tool nodes run, by name; empty for a graph without one.
+
+    The tool nodes are LangGraph's ``ToolNode``, which ``create_agent`` builds.
+    """
+    try:
+        from langgraph.prebuilt import ToolNode  # noqa: PLC0415 - only for agents' graphs
+    except ImportError:  # pragma: no cover - langgraph ships its prebuilt package
+        return {}
+    nodes = getattr(graph, "nodes", None)
+    found: dict[str, Any] = {}
+    for node in nodes.values() if isinstance(nodes, Mapping) else ():
+        bound = getattr(node, "bound", None)
+        if isinstance(bound, ToolNode):
+            found.update(bound.tools_by_name)
+    return found
+
+
+@contextlib.contextmanager
+def checking_edits_with(tools: Mapping[str, Any]) -> Iterator[None]:
+    """Within the block, the LangChain kinds check edits against these tools' schemas."""
+    reset = _EDIT_TOOLS.set(tools)
+    try:
+        yield
+    finally:
+        _EDIT_TOOLS.reset(reset)
+
+
+def _location(loc: Sequence[object]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
+def _check_edited_args(decision: Mapping[str, Any], field: str) -> None:
+    """Refuse an edit whose arguments the tool's schema refuses, as LangChain would.
+
+    The schema is the one the model sees (``tool_call_schema``), which the middleware's
+    per-call ``response_schema`` uses for edits and the tool validates its arguments with
+    when it runs. A tool whose schema is JSON Schema rather than a pydantic model, or a
+    name the graph has no tool for, is left as the middleware leaves it: unchecked.
+    """
+    tools = _EDIT_TOOLS.get()
+    if not tools or decision.get("type") != "edit":
+        return
+    action = decision["edited_action"]
+    schema = getattr(tools.get(action["name"]), "tool_call_schema", None)
+    from pydantic import BaseModel, ValidationError  # noqa: PLC0415 - LangChain's dependency
+
+    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        return
+    try:
+        schema.model_validate(action["args"])
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        where = _location(first["loc"])
+        # Codes and places only: pydantic's messages quote the values the approver sent.
+        msg = (
+            f"the edited arguments do not fit the tool {action['name']!r}: "
+            f"{first['type']} at args{where} ({len(errors)} problem(s) in all)"
+        )
+        raise InvalidResponse(msg, field=f"{field}.edited_action.args{where}") from None
+
+
 def _check_batched(response: dict[str, Any], payload: dict[str, Any]) -> None:
     approvals = _batched_approvals(payload)
     if approvals is None:  # minted only for a recognised value, whose hash the token binds
@@ -135,6 +212,8 @@ def _check_batched(response: dict[str, Any], payload: dict[str, Any]) -> None:
         msg = 'the answer must be {"decisions": [...]}, one decision per action in order'
         raise InvalidResponse(msg, field="$")
     check_decisions(response["decisions"], approvals)
+    for index, decision in enumerate(response["decisions"]):
+        _check_edited_args(decision, f"$.decisions[{index}]")
 
 
 def _check_per_call(response: dict[str, Any], payload: dict[str, Any]) -> None:
@@ -143,6 +222,7 @@ def _check_per_call(response: dict[str, Any], payload: dict[str, Any]) -> None:
         msg = "the stored interrupt is not a LangChain tool approval"
         raise ValueError(msg)
     check_decision(response, approval)
+    _check_edited_args(response, "$")
 
 
 LANGCHAIN_BATCHED: Final[Interrupt[dict[str, Any], dict[str, Any]]] = Interrupt(

@@ -16,7 +16,12 @@ from pausetoken.exceptions import (
 )
 from pausetoken.plugins import fingerprint
 from pausetoken_langgraph._ask import unwrap
-from pausetoken_langgraph._langchain import LANGCHAIN_PER_CALL, langchain_kind
+from pausetoken_langgraph._langchain import (
+    LANGCHAIN_PER_CALL,
+    checking_edits_with,
+    graph_tools,
+    langchain_kind,
+)
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts, stored_value
 
 if TYPE_CHECKING:
@@ -325,7 +330,8 @@ async def resume(
             For LangChain's middleware: ``{"decisions": [...]}`` for a batched review, one
             decision for a per-call tool approval; checked against the actions and the
             decisions they allow before anything is claimed, so an invalid answer never
-            reaches LangGraph.
+            reaches LangGraph. An edit's arguments are checked against the tool's own
+            argument schema too (the tools of ``graph``'s tool node).
         scope: The caller's scope.
         principal: Who answers; required when the token is bound to a principal.
         config: Extra run config (callbacks, tags, recursion limit, configurable values).
@@ -354,27 +360,31 @@ async def resume(
     """
     reader = _reader_for(service, graph)
     base = _resume_config(config)
-    async with service.redeem(
-        token, response, scope=scope, principal=principal, expect=expect
-    ) as redemption:
-        claims = redemption.claims
-        run_config: Any = {**base, "configurable": {**base["configurable"]}}
-        run_config["configurable"]["thread_id"] = claims.thread_id
-        if redemption.replayed:
-            logger.info(
-                "idempotent retry: run not resumed again",
-                extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
-            )
-            head = await reader.head(claims.thread_id)
-            now_waiting = pending_interrupts(head.pending_writes).values()
-            return Resumed(None, replayed=True, interrupts=_pauses(now_waiting, with_payload=False))
-        # Written with the interrupt's converter: the one ask() reads it back with.
-        answer = service.interrupt(claims.name).to_json(redemption.response)
-        command: Command[Any] = Command(resume={claims.interrupt_id: answer})
-        lease = redemption.lease
-        assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
-        # Cancelled if the claim is lost meanwhile, so two workers never both run on.
-        output = await lease.run(graph.ainvoke(command, run_config, context=context))
+    # LangChain's edits are checked against the graph's tools in redeem(), before its claim.
+    with checking_edits_with(graph_tools(graph)):
+        async with service.redeem(
+            token, response, scope=scope, principal=principal, expect=expect
+        ) as redemption:
+            claims = redemption.claims
+            run_config: Any = {**base, "configurable": {**base["configurable"]}}
+            run_config["configurable"]["thread_id"] = claims.thread_id
+            if redemption.replayed:
+                logger.info(
+                    "idempotent retry: run not resumed again",
+                    extra={"jti": fingerprint(claims.jti), "interrupt": claims.name},
+                )
+                head = await reader.head(claims.thread_id)
+                now_waiting = pending_interrupts(head.pending_writes).values()
+                return Resumed(
+                    None, replayed=True, interrupts=_pauses(now_waiting, with_payload=False)
+                )
+            # Written with the interrupt's converter: the one ask() reads it back with.
+            answer = service.interrupt(claims.name).to_json(redemption.response)
+            command: Command[Any] = Command(resume={claims.interrupt_id: answer})
+            lease = redemption.lease
+            assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
+            # Cancelled if the claim is lost meanwhile, so two workers never both run on.
+            output = await lease.run(graph.ainvoke(command, run_config, context=context))
     waiting = output.get("__interrupt__", ()) if isinstance(output, Mapping) else ()
     if isinstance(output, Mapping) and "__interrupt__" in output:
         output = {key: value for key, value in output.items() if key != "__interrupt__"}
