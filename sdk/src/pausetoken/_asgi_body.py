@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from pausetoken._compact import DuplicateMember, no_duplicates
@@ -20,6 +21,9 @@ MAX_BODY_DEPTH: Final = 32
 
 #: Query parameters that would carry a token: refused, so a token is never used from a URL.
 _TOKEN_PARAMETERS: Final = frozenset({"token", "pause_token", "pause-token", "access_token"})
+#: A Content-Length as RFC 9110 spells it: ASCII digits only (``str.isdigit`` would also take
+#: ``²`` or Arabic-Indic digits, which ``int`` then refuses or reads).
+_CONTENT_LENGTH: Final = re.compile(r"[0-9]+", re.ASCII)
 
 
 def _no_constants(_name: str) -> NoReturn:
@@ -49,9 +53,16 @@ def _check_media_type(request: Request) -> None:
 
 async def _read_limited(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-        msg = f"the request body is longer than {limit} bytes"
-        raise RequestTooLarge(msg)
+    if declared is not None:
+        declared = declared.strip(" \t")
+        if not _CONTENT_LENGTH.fullmatch(declared):
+            msg = "the Content-Length header is not a number of bytes"
+            raise InvalidRequest(msg)
+        # Compared as text first: int() refuses more than 4300 digits.
+        digits = declared.lstrip("0")
+        if len(digits) > len(str(limit)) or int(digits or "0") > limit:
+            msg = f"the request body is longer than {limit} bytes"
+            raise RequestTooLarge(msg)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
@@ -82,7 +93,7 @@ async def read_json_object(request: Request, *, max_body_bytes: int) -> dict[str
         UnsupportedMediaType: the Content-Type is not ``application/json``.
         RequestTooLarge: the body is longer than ``max_body_bytes``.
         InvalidRequest: ``request_json_invalid`` (not strict JSON) or ``request_invalid``
-            (not an object).
+            (not an object, or a ``Content-Length`` that is not ASCII digits).
     """
     _check_media_type(request)
     raw = await _read_limited(request, max_body_bytes)

@@ -17,6 +17,7 @@ import base64
 import hashlib
 import hmac
 import html
+import re
 import secrets
 import time
 from importlib import resources
@@ -64,6 +65,13 @@ _ASSET_TYPES: Final = {
 }
 
 
+#: A served anti-forgery value: issued (Unix seconds, ASCII digits without a leading zero),
+#: nonce and MAC (base64url). Anything else is refused before a number or MAC is computed.
+_CSRF_VALUE: Final = re.compile(
+    r"([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{16,64})\.([A-Za-z0-9_-]{43})", re.ASCII
+)
+
+
 @attrs.frozen(repr=False)
 class _PageGuard:
     """Issues and checks the page's signed anti-forgery values and the request's origin."""
@@ -90,46 +98,97 @@ class _PageGuard:
         }:
             msg = "the request does not come from the approval page's origin"
             raise RequestForbidden(msg, code="origin_refused")
-        value = request.headers.get(CSRF_HEADER, "")
-        issued, _, rest = value.partition(".")
-        nonce, _, mac = rest.partition(".")
-        fresh = issued.isdigit() and 0 <= time.time() - int(issued) <= self.lifetime
-        if not (fresh and nonce and hmac.compare_digest(mac, self._mac(int(issued), nonce))):
-            msg = "the page's anti-forgery value is missing, forged or expired: reload the page"
-            raise RequestForbidden(msg, code="csrf_invalid")
+        # Parsed strictly first: str.isdigit() takes "²" and Arabic-Indic digits, int()
+        # refuses some of them and more than 4300 digits, and compare_digest() refuses
+        # non-ASCII text; each of those was a 500.
+        found = _CSRF_VALUE.fullmatch(request.headers.get(CSRF_HEADER, ""))
+        if found is not None:
+            issued, nonce, mac = int(found[1]), found[2], found[3]
+            fresh = 0 <= time.time() - issued <= self.lifetime
+            if fresh and hmac.compare_digest(mac.encode(), self._mac(issued, nonce).encode()):
+                return
+        msg = "the page's anti-forgery value is missing, forged or expired: reload the page"
+        raise RequestForbidden(msg, code="csrf_invalid")
+
+
+def _head(request: Request, *, title: str) -> str:
+    def url(name: str) -> str:
+        return html.escape(request.url_for(name).path)
+
+    return f"""<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{html.escape(title)}</title>
+<link rel="icon" href="{url("pausetoken_page_icon")}" type="image/svg+xml">
+<link rel="stylesheet" href="{url("pausetoken_page_css")}">"""
+
+
+_FOOTER: Final = """<p class="footer">This link can be answered once. The token in it stays in
+your browser: it never reaches the server's logs.</p>"""
 
 
 def _page_html(request: Request, *, title: str, csrf: str) -> str:
     def url(name: str) -> str:
         return html.escape(request.url_for(name).path)
 
-    title = html.escape(title)
     return f"""<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+{_head(request, title=title)}
 <meta name="pausetoken-csrf" content="{html.escape(csrf)}">
 <meta name="pausetoken-describe" content="{url("pausetoken_page_describe")}">
 <meta name="pausetoken-answer" content="{url("pausetoken_page_answer")}">
-<title>{title}</title>
-<link rel="icon" href="{url("pausetoken_page_icon")}" type="image/svg+xml">
-<link rel="stylesheet" href="{url("pausetoken_page_css")}">
 <script src="{url("pausetoken_page_js")}" defer></script>
 </head>
 <body>
 <main class="card" aria-live="polite">
-<header class="card-head"><p class="eyebrow">{title}</p>
+<header class="card-head"><p class="eyebrow">{html.escape(title)}</p>
 <h1 id="heading">Loading&hellip;</h1></header>
 <div id="content"><p class="muted">Checking the link.</p></div>
 <noscript><p class="notice">This page needs JavaScript to read the link.</p></noscript>
 </main>
-<p class="footer">This link can be answered once. The token in it stays in your browser:
-it never reaches the server's logs.</p>
+{_FOOTER}
 </body>
 </html>
 """
+
+
+def _token_in_url_html(request: Request, *, title: str) -> str:
+    """The page a browser gets for a link with the token in its query: no script, no token."""
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+{_head(request, title=title)}
+</head>
+<body data-state="token-in-url">
+<main class="card">
+<header class="card-head"><p class="eyebrow">{html.escape(title)}</p>
+<h1 id="heading">This link is not valid</h1></header>
+<div id="content">
+<p class="notice notice-error" role="alert">This link carries its token after a
+<code>?</code>, where servers and proxies record it, so it was not used.</p>
+<p>An approval link carries its token after a <code>#</code>
+(<code>/approve#token=&hellip;</code>), which your browser keeps to itself. Ask whoever sent
+this link for a new one, and tell them the old one should be withdrawn.</p>
+</div>
+</main>
+{_FOOTER}
+</body>
+</html>
+"""
+
+
+def _wants_html(request: Request) -> bool:
+    """Whether the client asks for HTML by name, as a browser's navigation does."""
+    accept = request.headers.get("accept", "")
+    for item in accept.split(","):
+        media_type, _, parameters = item.partition(";")
+        if media_type.strip().lower() not in {"text/html", "application/xhtml+xml"}:
+            continue
+        quality = re.search(r"(?:^|;)\s*q\s*=\s*([0-9.]+)", parameters)
+        if quality is None or quality[1].strip("0.") != "":
+            return True
+    return False
 
 
 @attrs.frozen
@@ -145,12 +204,22 @@ class _Page:
             refuse_token_in_url(request)
         except PauseTokenError as error:
             log_refusal("approve", error)
-            return problem_response(error)
+            if not _wants_html(request):
+                return problem_response(error)
+            # A person followed a link built the wrong way: tell them, without the token.
+            refusal = _token_in_url_html(request, title=self.title)
+            return Response(
+                refusal,
+                status_code=error.http_status,
+                media_type="text/html; charset=utf-8",
+                headers=_PAGE_HEADERS,
+            )
         body = _page_html(request, title=self.title, csrf=self.guard.issue())
         return Response(body, media_type="text/html; charset=utf-8", headers=_PAGE_HEADERS)
 
     async def describe(self, request: Request) -> Response:
         try:
+            refuse_token_in_url(request)
             self.guard.check(request)
             caller = await self.endpoints.caller(request)
             limit = self.endpoints.max_body_bytes
@@ -167,6 +236,7 @@ class _Page:
 
     async def answer(self, request: Request) -> Response:
         try:
+            refuse_token_in_url(request)
             self.guard.check(request)
             caller = await self.endpoints.caller(request)
             token, value = await self.endpoints.read_token_and_answer(request)
