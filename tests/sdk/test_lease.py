@@ -23,14 +23,24 @@ LENGTH = timedelta(milliseconds=30)
 
 
 class Renewals:
-    """The store side of a lease: renewals hold until `refuse` is set."""
+    """The store side of a lease: renewals hold until `refuse` is set.
 
-    def __init__(self) -> None:
+    The first `hang` renewals never answer (a store cut off mid-call), whatever its timeout.
+    """
+
+    def __init__(self, *, hang: int = 0) -> None:
         self.refuse = False
         self.calls = 0
+        self.hang = hang
+        self.abandoned = 0
 
     async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
         self.calls += 1
+        if self.calls <= self.hang:
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self.abandoned += 1
         return not self.refuse
 
 
@@ -109,6 +119,50 @@ async def test_a_lost_claim_cancels_the_body_and_raises_lease_lost() -> None:
     assert not finished
     # The caller's task carries no cancellation left over: it goes on awaiting.
     await asyncio.sleep(0)
+
+
+async def test_a_renewal_that_never_answers_does_not_keep_the_body_past_the_lease_end() -> None:
+    renewals = Renewals(hang=1_000)
+    lease = held(renewals)
+    finished = False
+
+    async def body() -> None:
+        nonlocal finished
+        await asyncio.sleep(5)
+        finished = True
+
+    with pytest.raises(LeaseLost):
+        async with asyncio.timeout(4):  # the renewal never returns: only the lease's end stops it
+            await lease.run(body())
+    assert lease.lapsed()
+    await lease.stop()
+    assert lease.lost
+    assert not finished
+    assert renewals.abandoned == renewals.calls  # none left blocked on the store
+
+
+async def test_a_renewal_that_never_answers_is_abandoned_and_the_next_one_keeps_the_claim() -> None:
+    renewals = Renewals(hang=1)
+    length = timedelta(milliseconds=300)  # an interval of 100 ms leaves room for a slow loop
+    lease = Lease(
+        store=cast("TokenStore", renewals),
+        pause_key="pause",
+        lease_id="lease",
+        until=datetime.now(UTC) + length,
+        length=length,
+        clock=time.time,
+    )
+    lease.keep()
+
+    async def body() -> str:
+        await asyncio.sleep(0.6)  # two leases
+        return "done"
+
+    assert await lease.run(body()) == "done"
+    await lease.stop()
+    assert not lease.lost
+    assert renewals.abandoned == 1
+    assert renewals.calls >= 3
 
 
 async def test_a_body_that_swallows_the_cancellation_keeps_its_result() -> None:

@@ -32,8 +32,15 @@ class Lease:
     The service renews it in the background every third of the lease, so only a worker that
     died (or stalled for longer than the lease) lets it lapse for another worker to take
     over. When a renewal finds the claim gone (taken over after it lapsed, or revoked), or
-    cannot reach the store before the lease ends, the lease is *lost*: `lost` turns
-    true, `ensure_held()` raises, and `run()` cancels what it runs.
+    the lease reaches its end without a renewal having landed, the lease is *lost*: `lost`
+    turns true, `ensure_held()` raises, and `run()` cancels what it runs.
+
+    The end is kept by a timer of its own, whatever the renewal is doing: a renewal blocked on
+    a store that stopped answering is abandoned after a third of the lease (or at its end, if
+    sooner) and tried again, and the body is cancelled when the lease ends, however long the
+    store's own ``timeout`` is. Another worker may take the pause over only ``leeway`` after
+    that end (by its own clock), so with clocks within ``leeway`` of each other the two
+    bodies never run at the same time.
 
     Side effects in the body should still be idempotent: a lease protects against a second
     worker resuming the pause, not against the first one crashing half-way.
@@ -70,6 +77,8 @@ class Lease:
         self._lost = False
         self._timer: asyncio.TimerHandle | None = None
         self._keeper: asyncio.Task[None] | None = None
+        # Fires at the lease's end (moved on by renewals): loses the lease if it lapsed.
+        self._deadline: asyncio.TimerHandle | None = None
         self._on_renewal = on_renewal
         # The tasks awaiting run(), and those this lease cancelled because it was lost.
         self._runners: set[asyncio.Task[Any]] = set()
@@ -144,11 +153,28 @@ class Lease:
         """
         if self._timer is not None or self._keeper is not None:
             return
+        self._watch_deadline()
         if at_once:
             self._start_renewing()
             return
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self._interval(), self._start_renewing)
+
+    def _watch_deadline(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.call_later(max(0.0, self._left()), self._at_deadline)
+
+    def _at_deadline(self) -> None:
+        self._deadline = None
+        if self.lost:
+            return
+        if not self.lapsed():  # a renewal moved the end on: watch the new one
+            self._watch_deadline()
+            return
+        self._lose("lease lost: no renewal reached the store before the lease ended")
+        keeper = self._keeper
+        if keeper is not None:
+            keeper.cancel()  # a renewal still blocked on the store is abandoned
 
     def _start_renewing(self) -> None:
         self._timer = None
@@ -156,9 +182,10 @@ class Lease:
 
     async def stop(self) -> None:
         """Stop renewing (after commit or release)."""
-        timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+        for handle in (self._timer, self._deadline):
+            if handle is not None:
+                handle.cancel()
+        self._timer = self._deadline = None
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
             keeper.cancel()
@@ -170,7 +197,11 @@ class Lease:
 
     def lapsed(self) -> bool:
         """Whether the lease's end passed by this worker's clock."""
-        return self._clock() >= self._until.timestamp()
+        return self._left() <= 0
+
+    def _left(self) -> float:
+        """Seconds until the lease's end, by this worker's clock."""
+        return self._until.timestamp() - self._clock()
 
     def _lose(self, why: str) -> None:
         if not self.lost:
@@ -187,20 +218,25 @@ class Lease:
             self._on_renewal(outcome)
 
     async def _renew_until_stopped(self) -> None:
-        # The first interval already passed on the timer that started this task.
+        # The first interval already passed on the timer that started this task. Renewals
+        # keep to a fixed schedule (a slow one does not push the next one back), and an
+        # attempt is abandoned after an interval, or when the lease ends if that is sooner,
+        # whatever the store's own timeout: the next attempt may reach it by another route.
+        loop = asyncio.get_running_loop()
         interval = self._interval()
-        delay = 0.0
+        due = loop.time()
         while True:
-            await asyncio.sleep(delay)
-            delay = interval
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            started = loop.time()
             until = datetime.fromtimestamp(self._clock(), tz=UTC) + self._length
             try:
-                held = await self._store.renew(self._pause_key, self._lease_id, until)
+                async with asyncio.timeout(min(interval, self._left())):
+                    held = await self._store.renew(self._pause_key, self._lease_id, until)
             except Exception as exc:  # noqa: BLE001 - a failed renewal is retried, then logged
                 if self.lapsed():
-                    self._lose("lease lost: the store was unreachable until the lease ended")
+                    self._lose("lease lost: no renewal reached the store before the lease ended")
                     return
-                delay = min(interval, _RETRY_RENEWAL_S)
+                due = started + min(interval, _RETRY_RENEWAL_S)
                 logger.warning(
                     "lease renewal failed; retrying (%s)",
                     type(exc).__name__,
@@ -213,3 +249,4 @@ class Lease:
                 return
             self._until = max(self._until, until)
             self._tell("renewed")
+            due = started + interval
