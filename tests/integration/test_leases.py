@@ -1,12 +1,14 @@
-"""A holder cut off from its store mid-body never runs at the same time as the worker that
-takes its pause over, and an outage shorter than the lease does not cost it the claim.
+"""Leases on private servers: a holder cut off from its store mid-body never runs at the
+same time as the worker that takes its pause over, an outage shorter than a third of the
+lease does not cost it the claim, and a clock ahead by the documented bound takes no live
+claim.
 
-Each test starts a private server (`private_servers`) and two services on it: the *holder*
-reaches the server through a `BlackHole` proxy, the *taker* directly, so a partition drops
-only the holder's traffic. The holder's store ``timeout`` is far above ``leeway``: a renewal
-blocked on the cut connection must not keep the holder's body running past the lease's end,
-which is when the taker's retries may start to succeed (after ``leeway`` more). Bodies write
-their start and end times to a side file, and the test compares them.
+Each partition test starts a private server (`private_servers`) and two services on it: the
+*holder* reaches the server through a `BlackHole` proxy, the *taker* directly, so a partition
+drops only the holder's traffic. The holder's store ``timeout`` is far above ``leeway``: a
+renewal blocked on the cut connection must not keep the holder's body running past the
+lease's end, which is when the taker's retries may start to succeed (after ``leeway`` more).
+Bodies write their start and end times to a side file, and the test compares them.
 """
 
 from __future__ import annotations
@@ -91,7 +93,10 @@ def options_of(engine: str, timeout: float) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def service(url: str, options: dict[str, Any], jwks: str) -> AsyncIterator[PauseTokens]:
+async def service(
+    url: str, options: dict[str, Any], jwks: str, *, offset: float = 0.0
+) -> AsyncIterator[PauseTokens]:
+    """A service on its own store; ``offset`` seconds added to its clock."""
     store = open_store(url, **options)
     tokens = PauseTokens(
         signer=JoseSigner(KeyRing.from_jwks(jwks)),
@@ -99,6 +104,7 @@ async def service(url: str, options: dict[str, Any], jwks: str) -> AsyncIterator
         checkpoints=MemoryCheckpoints(),
         lease=timedelta(seconds=LEASE_S),
         leeway=timedelta(seconds=LEEWAY_S),
+        clock=lambda: time.time() + offset,
     )
     tokens.register(Interrupt("approve", payload=dict[str, int], response=bool))
     try:
@@ -233,3 +239,34 @@ async def test_an_outage_shorter_than_the_lease_leaves_the_claim_with_its_holder
         await holding  # kept its claim, and committed
     assert not taker_ran
     assert set(bodies.times()) == {("holder", "start"), ("holder", "end")}
+
+
+@pytest.mark.parametrize("engine", ["sqlite", *ENGINES])
+async def test_a_clock_ahead_by_leeway_and_half_the_lease_takes_no_live_claim(
+    engine: str, tmp_path: Path
+) -> None:
+    """The bound docs/concepts.md states ("Clock skew"), exactly at the bound."""
+    with contextlib.ExitStack() as stack:
+        if engine == "sqlite":
+            url = f"sqlite+aiosqlite:///{tmp_path / 'tokens.db'}"
+        else:
+            url = stack.enter_context(server_of(engine, tmp_path / "server")).url
+        jwks, options = new_jwks(), options_of(engine, TAKER_TIMEOUT_S)
+        skew = LEEWAY_S + LEASE_S / 2
+        async with (
+            service(url, options, jwks) as honest,
+            service(url, options, jwks, offset=skew) as ahead,
+        ):
+            mine, theirs = await mint(honest), await mint(ahead)
+            refused = 0
+            async with honest.redeem(mine, response=True, scope=SCOPE):
+                end = time.monotonic() + LEASE_S * 2  # renewed meanwhile
+                while time.monotonic() < end:
+                    with pytest.raises(RedemptionInProgress):
+                        async with ahead.redeem(theirs, response=True, scope=SCOPE):
+                            pass
+                    refused += 1
+                    await asyncio.sleep(0.05)
+            async with ahead.redeem(theirs, response=True, scope=SCOPE) as redemption:
+                assert redemption.replayed
+    assert refused > LEASE_S * 2 / 0.1  # it kept trying all along
