@@ -7,14 +7,15 @@ through :mod:`importlib.metadata` exactly as for installed distributions.
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import subprocess
 import sys
 import textwrap
-import uuid
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
+from fake_distributions import Site, hide_distributions
 
 import pausetoken
 from pausetoken import MemoryStore, available_backends, open_store, redact_url, register_store
@@ -26,9 +27,6 @@ from pausetoken.exceptions import (
     ConfigurationError,
     UnknownBackend,
 )
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")
 
@@ -47,52 +45,14 @@ class Store(MemoryStore):
 """
 
 
-class Site:
-    """A directory on sys.path holding fake distributions and their modules."""
-
-    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.root = root
-        self.monkeypatch = monkeypatch
-        monkeypatch.syspath_prepend(str(root))
-
-    def module(self, source: str) -> str:
-        name = f"fake_plugin_{uuid.uuid4().hex[:10]}"
-        (self.root / f"{name}.py").write_text(textwrap.dedent(source))
-        self.monkeypatch.delitem(sys.modules, name, raising=False)
-        return name
-
-    def store_module(self, api_version: object = 2) -> str:
-        return self.module(STORE_MODULE.format(api_version=api_version))
-
-    def distribution(
-        self, name: str, version: str, entry_points: dict[str, dict[str, str]]
-    ) -> None:
-        info = self.root / f"{name.replace('-', '_')}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        lines = []
-        for group, names in entry_points.items():
-            lines.append(f"[{group}]")
-            lines.extend(f"{key} = {value}" for key, value in names.items())
-        (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+def store_module(site: Site, api_version: object = 2) -> str:
+    """A module whose ``Store`` is a ``MemoryStore`` declaring ``api_version``."""
+    return site.module(STORE_MODULE.format(api_version=api_version))
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Site:
     return Site(tmp_path, monkeypatch)
-
-
-def hide_distributions(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
-    """Make importlib.metadata report no entry points of the named distributions."""
-    real = importlib.metadata.entry_points
-
-    def entry_points(*, group: str) -> importlib.metadata.EntryPoints:
-        found = real(group=group)
-        return importlib.metadata.EntryPoints(
-            ep for ep in found if ep.dist is None or ep.dist.name not in names
-        )
-
-    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
 
 
 # -- URLs -----------------------------------------------------------------------------
@@ -219,7 +179,7 @@ def test_entry_points_are_read_once_until_the_registry_is_reset(
 
 
 def test_only_the_chosen_plugin_is_imported_and_it_is_imported_once(site: Site) -> None:
-    chosen, other = site.store_module(), site.store_module()
+    chosen, other = store_module(site), store_module(site)
     site.distribution(
         "acme-stores",
         "1.2.3",
@@ -292,7 +252,7 @@ def test_an_unknown_backend_lists_the_installed_names() -> None:
 
 
 def test_two_distributions_claiming_one_name_are_refused_naming_both(site: Site) -> None:
-    first, second = site.store_module(), site.store_module()
+    first, second = store_module(site), store_module(site)
     site.distribution("acme-a", "1.0", {"pausetoken.stores": {"dup": f"{first}:Store"}})
     site.distribution("acme-b", "2.0", {"pausetoken.stores": {"dup": f"{second}:Store"}})
     with pytest.raises(AmbiguousBackend) as info:
@@ -309,20 +269,21 @@ def test_two_distributions_claiming_one_name_are_refused_naming_both(site: Site)
 
 @pytest.mark.parametrize("api_version", ["None", "1", "3", "True", "'2'"])
 def test_a_missing_or_unsupported_api_version_is_refused(site: Site, api_version: str) -> None:
-    module = site.store_module(api_version=api_version)
+    module = store_module(site, api_version=api_version)
     site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
     with pytest.raises(ConfigurationError) as info:
         open_store("acme://")
     assert info.value.code == "backend_api_version"
     if api_version == "1":
         assert "renew() and check()" in info.value.detail
+        assert "see the migration notes" in info.value.detail
     (backend,) = [b for b in available_backends("stores") if b.name == "acme"]
     assert backend.importable is False
 
 
 def test_a_plugin_that_fails_to_import_is_reported_without_breaking_others(site: Site) -> None:
     broken = site.module("raise RuntimeError('boom at import')\n")
-    good = site.store_module()
+    good = store_module(site)
     site.distribution(
         "acme",
         "1.0",
@@ -384,18 +345,213 @@ def test_a_factory_that_returns_no_store_is_refused(site: Site) -> None:
         open_store("acme://")
 
 
+def test_a_factory_returning_a_partial_store_names_the_missing_methods(site: Site) -> None:
+    # The shape of a store written for store API 1: no renew() and no check().
+    module = site.module(
+        """
+        class Partial:
+            async def claim(self, request): ...
+            async def commit(self, pause_key, lease_id, expires_at): ...
+            async def release(self, pause_key, lease_id): ...
+            async def revoke(self, pause_key, scope_hash, name, expires_at, now): ...
+            async def status(self, pause_key): ...
+            async def purge(self, before): ...
+            async def aclose(self): ...
+
+        class Store:
+            api_version = 2
+
+            @classmethod
+            def from_url(cls, url, **options):
+                return Partial()
+        """
+    )
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError) as info:
+        open_store("acme://")
+    assert info.value.code == "backend_api_version"
+    assert "has no renew() and no check()" in info.value.detail
+    assert "store API 1" in info.value.detail
+    assert 'see the migration notes ("Migrating from store API 1"' in info.value.detail
+
+
+def test_a_partial_store_missing_other_methods_names_them_without_the_api_1_advice(
+    site: Site,
+) -> None:
+    module = site.module(
+        """
+        from pausetoken import MemoryStore
+
+        class Partial:
+            claim = MemoryStore.claim
+            renew = MemoryStore.renew
+            check = MemoryStore.check
+
+        class Store:
+            api_version = 2
+
+            @classmethod
+            def from_url(cls, url, **options):
+                return Partial()
+        """
+    )
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError) as info:
+        open_store("acme://")
+    detail = info.value.detail
+    assert "has no commit(), release(), revoke(), status(), purge() and no aclose()" in detail
+    assert "store API 1" not in detail
+
+
+# -- plugins written for store API 1 ----------------------------------------------------------
+
+#: What a plugin of store API 1 imported, and what the message must say instead.
+OLD_IMPORTS = {
+    "renamed": (
+        "from pausetoken import TokenRecord, TokenState\n",
+        "`TokenRecord` is now `PauseRecord` in pausetoken.plugins",
+    ),
+    "renamed, from plugins": (
+        "from pausetoken.plugins import TokenState\n",
+        "`TokenState` is now `PauseState` in pausetoken.plugins",
+    ),
+    "moved": (
+        "from pausetoken import ClaimOutcome, ClaimRequest\n",
+        "`ClaimOutcome` is now in pausetoken.plugins",
+    ),
+    "attribute": (
+        "import pausetoken\nRecord = pausetoken.TokenRecord\n",
+        "`TokenRecord` is now `PauseRecord` in pausetoken.plugins",
+    ),
+    "private module": (
+        "from pausetoken._store import TokenRecord\n",
+        "pausetoken._store is gone: its names are in pausetoken.plugins",
+    ),
+}
+
+
+@pytest.mark.parametrize("old", sorted(OLD_IMPORTS))
+def test_a_plugin_importing_a_renamed_name_is_told_what_it_is_now(site: Site, old: str) -> None:
+    source, says = OLD_IMPORTS[old]
+    module = site.module(source + "class Store:\n    api_version = 1\n")
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError) as info:
+        open_store("acme://")
+    assert not isinstance(info.value, BackendNotInstalled)
+    assert info.value.code == "backend_api_version"
+    detail = info.value.detail
+    assert f"the store 'acme' ({module}:Store from acme) was written for store API 1" in detail
+    assert says in detail
+    assert 'see the migration notes ("Migrating from store API 1"' in detail
+    assert "install" not in detail
+    assert "ImportError" not in detail
+
+
+def test_a_module_attr_store_importing_a_renamed_name_is_told_too(site: Site) -> None:
+    module = site.module("from pausetoken import TokenRecord\n")
+    with pytest.raises(ConfigurationError, match="`TokenRecord` is now `PauseRecord`") as info:
+        open_store(f"{module}:Store")
+    assert info.value.code == "backend_api_version"
+
+
+def test_a_name_pausetoken_never_had_is_an_import_failure_naming_it(site: Site) -> None:
+    module = site.module("from pausetoken import NoSuchThing\n")
+    site.distribution("acme", "1.0", {"pausetoken.stores": {"acme": f"{module}:Store"}})
+    with pytest.raises(ConfigurationError) as info:
+        open_store("acme://")
+    assert not isinstance(info.value, BackendNotInstalled)
+    assert info.value.code == "backend_import_failed"
+    assert "cannot import 'NoSuchThing' from 'pausetoken'" in info.value.detail
+    assert isinstance(info.value.__cause__, ImportError)
+
+
+# -- first-party backends declare their API version as a literal -----------------------------
+
+ROOT = Path(__file__).parents[2]
+#: Each separately installed backend class, where it declares api_version, and the version.
+FIRST_PARTY = {
+    "backends/sqlalchemy/src/pausetoken_sqlalchemy/_store.py": ("SQLAlchemyStore", 2),
+    "backends/redis/src/pausetoken_redis/_store.py": ("RedisStore", 2),
+    "backends/mongo/src/pausetoken_mongo/_store.py": ("MongoStore", 2),
+    "backends/langgraph/src/pausetoken_langgraph/_reader.py": ("LangGraphCheckpoints", 1),
+}
+
+
+@pytest.mark.parametrize("path", sorted(FIRST_PARTY))
+def test_a_first_party_backend_declares_its_api_version_as_a_literal(path: str) -> None:
+    # A constant imported from the installed core would always equal what that core
+    # supports, so the registry's check could never refuse an outdated backend.
+    class_name, version = FIRST_PARTY[path]
+    tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
+    declared = [
+        node.value
+        for node in cls.body
+        if isinstance(node, ast.AnnAssign | ast.Assign)
+        and "api_version"
+        in [
+            t.id
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Name)
+        ]
+    ]
+    assert len(declared) == 1, f"{class_name} declares api_version {len(declared)} times"
+    (value,) = declared
+    assert isinstance(value, ast.Constant), f"{class_name}.api_version is not a literal"
+    assert value.value == version
+
+
+@pytest.mark.slow  # a fresh interpreter, so that the backends are imported under a newer core
+def test_a_core_that_moved_to_another_api_version_refuses_the_first_party_backends() -> None:
+    script = textwrap.dedent(
+        """
+        import importlib.util
+        from pausetoken import _registry, _store_api, _reader_api, plugins
+        from pausetoken.exceptions import ConfigurationError
+
+        # A later core: store API 3 and reader API 2 only, its constants moved along.
+        _store_api.STORE_API_VERSION = plugins.STORE_API_VERSION = 3
+        _reader_api.CHECKPOINTS_API_VERSION = plugins.CHECKPOINTS_API_VERSION = 2
+        _registry._API_VERSIONS = {
+            **_registry._API_VERSIONS, "stores": frozenset({3}), "checkpoints": frozenset({2})
+        }
+        for kind, name, module in [
+            ("stores", "sqlite", "pausetoken_sqlalchemy"),
+            ("stores", "redis", "pausetoken_redis"),
+            ("stores", "mongodb", "pausetoken_mongo"),
+            ("checkpoints", "langgraph", "pausetoken_langgraph"),
+        ]:
+            if importlib.util.find_spec(module) is None:
+                continue
+            try:
+                _registry.load(kind, name)
+            except ConfigurationError as exc:
+                print(name, exc.code)
+            else:
+                print(name, "accepted")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    lines = done.stdout.split("\n")
+    verdicts = dict(line.split() for line in lines if line)
+    assert verdicts, done.stderr
+    assert set(verdicts.values()) == {"backend_api_version"}, verdicts
+
+
 # -- module:attr and register_store ---------------------------------------------------------
 
 
 def test_module_attr_opens_an_unpublished_store(site: Site) -> None:
-    module = site.store_module()
+    module = store_module(site)
     store = open_store(f"{module}:Store", flavour="x")
     assert isinstance(store, MemoryStore)
     assert sys.modules[module].calls == [(f"{module}:Store", {"flavour": "x"})]
 
 
 def test_module_attr_naming_nothing_is_a_configuration_error(site: Site) -> None:
-    module = site.store_module()
+    module = store_module(site)
     with pytest.raises(ConfigurationError, match="no attribute"):
         open_store(f"{module}:Nope")
     with pytest.raises(BackendNotInstalled):
@@ -403,7 +559,7 @@ def test_module_attr_naming_nothing_is_a_configuration_error(site: Site) -> None
 
 
 def test_register_store_adds_a_name_for_this_process(site: Site) -> None:
-    eager, lazy = site.store_module(), site.store_module()
+    eager, lazy = store_module(site), store_module(site)
     store_class = importlib.import_module(eager).Store
     register_store("scratch", store_class)
     register_store("lazy", f"{lazy}:Store")
@@ -425,7 +581,7 @@ def test_register_store_refuses_a_taken_name_unless_replacing(site: Site) -> Non
         register_store("scratch", MemoryStore)
     with pytest.raises(AmbiguousBackend, match="installed by pausetoken"):
         register_store("memory", MemoryStore)
-    module = site.store_module()
+    module = store_module(site)
     register_store("memory", f"{module}:Store", replace=True)
     assert type(open_store("memory://")).__module__ == module
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 import logging
 import re
 import threading
@@ -107,6 +108,25 @@ _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
     },
 }
 
+#: Where the migration from store API 1 is described.
+_MIGRATION: Final = 'see the migration notes ("Migrating from store API 1", Writing a plugin)'
+
+#: Names plugins of store API 1 imported from ``pausetoken`` and what they are now: store API 2
+#: renamed the record types (``TokenRecord`` -> ``PauseRecord``) and moved every type a
+#: store needs to `pausetoken.plugins`.
+_MOVED_NAMES: Final[Mapping[str, str]] = {
+    "TokenRecord": "PauseRecord",
+    "TokenState": "PauseState",
+    "ClaimOutcome": "ClaimOutcome",
+    "ClaimRequest": "ClaimRequest",
+    "ClaimResult": "ClaimResult",
+}
+#: Private modules of store API 1 that plugins imported from, now gone.
+_GONE_MODULES: Final = frozenset(
+    {"pausetoken._store", "pausetoken._checkpoints", "pausetoken._signer", "pausetoken._jose"}
+)
+_CANNOT_IMPORT = re.compile(r"^cannot import name '(?P<name>\w+)' from '(?P<module>[\w.]+)'")
+
 _TARGET = re.compile(
     r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\Z",
     re.ASCII,
@@ -186,17 +206,28 @@ class BackendInfo:
             if self._entry_point is not None:
                 return self._entry_point.load()
             return _import_target(self.target)
-        except ImportError as exc:
-            hint = _KNOWN[self.kind].get(self.name)
-            missing = getattr(exc, "name", None) or "a module"
-            if hint is not None:
-                msg = f"the {_singular(self.kind)} {self.name!r} needs {missing!r}, {hint}"
+        except (ImportError, AttributeError) as exc:
+            shown = f"the {_singular(self.kind)} {self.name!r} ({self.target} from {provider})"
+            moved = _moved_name(exc)
+            if moved is not None:
+                msg = f"{shown} was written for store API 1: {moved}; {_MIGRATION}"
+                raise ConfigurationError(msg, code="backend_api_version") from exc
+            if isinstance(exc, ModuleNotFoundError):
+                hint = _KNOWN[self.kind].get(self.name)
+                missing = exc.name or "a module"
+                if hint is not None:
+                    msg = f"the {_singular(self.kind)} {self.name!r} needs {missing!r}, {hint}"
+                    raise BackendNotInstalled(msg) from exc
+                msg = f"{shown} cannot be imported: the module {missing!r} is not installed"
                 raise BackendNotInstalled(msg) from exc
-            msg = (
-                f"the {_singular(self.kind)} {self.name!r} ({self.target} from {provider}) "
-                f"cannot be imported: {type(exc).__name__} for {missing!r}"
+            name = _missing_name(exc)
+            failure = (
+                f"cannot import {name[1]!r} from {name[0]!r}"
+                if name is not None
+                else type(exc).__name__
             )
-            raise BackendNotInstalled(msg) from exc
+            msg = f"{shown} failed to import: {failure}"
+            raise ConfigurationError(msg, code="backend_import_failed") from exc
         except PauseTokenError:
             raise
         except Exception as exc:
@@ -380,6 +411,40 @@ def _import_target(target: str) -> Any:
     return obj
 
 
+def _missing_name(exc: ImportError | AttributeError) -> tuple[str, str] | None:
+    """``(module, name)`` of a failed ``from module import name`` or ``module.name``."""
+    if isinstance(exc, AttributeError):
+        module = getattr(exc.obj, "__name__", None) if isinstance(exc.name, str) else None
+        return None if module is None else (module, cast("str", exc.name))
+    match = _CANNOT_IMPORT.match(str(exc))
+    return None if match is None else (match["module"], match["name"])
+
+
+def _moved_name(exc: ImportError | AttributeError) -> str | None:
+    """What a name or module of store API 1 that ``exc`` failed to find is now, if it is one."""
+    if isinstance(exc, ModuleNotFoundError):
+        if exc.name in _GONE_MODULES:
+            return f"{exc.name} is gone: its names are in pausetoken.plugins"
+        return None
+    found = _missing_name(exc)
+    if found is None or found[0].partition(".")[0] != "pausetoken":
+        return None
+    new = _MOVED_NAMES.get(found[1])
+    if new is None:
+        return None
+    if new == found[1]:
+        return f"`{new}` is now in pausetoken.plugins"
+    return f"`{found[1]}` is now `{new}` in pausetoken.plugins"
+
+
+def _missing_methods(store: object) -> list[str]:
+    """The `TokenStore` methods ``store`` lacks, in the protocol's order."""
+    wanted = [
+        name for name, value in vars(TokenStore).items() if inspect.iscoroutinefunction(value)
+    ]
+    return [name for name in wanted if not callable(getattr(store, name, None))]
+
+
 def _check_factory(info: BackendInfo, obj: object) -> None:
     version = getattr(obj, "api_version", None)
     supported = _API_VERSIONS[info.kind]
@@ -398,7 +463,8 @@ def _check_factory(info: BackendInfo, obj: object) -> None:
     if info.kind == "stores" and version == 1:
         msg += (
             " (store API 2 adds renew() and check(), keys rows by pause, only ever raises a "
-            "row's expiry and leaves live claims unrevoked: upgrade the store's distribution)"
+            "row's expiry and leaves live claims unrevoked: upgrade the store's distribution; "
+            f"its authors: {_MIGRATION})"
         )
     raise ConfigurationError(msg, code="backend_api_version")
 
@@ -525,6 +591,13 @@ def open_store(url: str, **options: Any) -> TokenStore:
         raise ConfigurationError(msg) from exc
     if not isinstance(store, TokenStore):
         msg = f"the store {info.name!r} ({info.target}) did not return a TokenStore"
+        missing = _missing_methods(store)
+        if missing:
+            names = [f"{name}()" for name in missing]
+            listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and no {names[-1]}"
+            msg += f": {type(store).__qualname__} has no {listed}"
+            if set(missing) <= {"renew", "check"}:
+                msg += f", which store API 2 added (written for store API 1? {_MIGRATION})"
         raise ConfigurationError(msg, code="backend_api_version")
     logger.debug("opened store %r for %s", info.name, shown)
     return store

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -16,7 +16,7 @@ from pausetoken.exceptions import (
     ConfigurationError,
     StaleToken,
 )
-from pausetoken.plugins import CHECKPOINTS_API_VERSION, PendingInterrupt
+from pausetoken.plugins import PendingInterrupt
 from pausetoken_langgraph._ask import unwrap
 from pausetoken_langgraph._langchain import langchain_value
 
@@ -168,7 +168,9 @@ class LangGraphCheckpoints:
         ``PauseTokens(signer=signer, store=store, checkpoints=checkpoints)``.
     """
 
-    api_version = CHECKPOINTS_API_VERSION
+    #: The checkpoint reader API this class implements, as a literal (see
+    #: `pausetoken.plugins`).
+    api_version: ClassVar[int] = 1
 
     def __init__(
         self,

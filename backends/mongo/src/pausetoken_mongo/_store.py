@@ -19,7 +19,6 @@ from pymongo.write_concern import WriteConcern
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import (
-    STORE_API_VERSION,
     ClaimOutcome,
     ClaimResult,
     PauseRecord,
@@ -153,7 +152,8 @@ class MongoStore:
         ```
     """
 
-    api_version: ClassVar[int] = STORE_API_VERSION
+    #: The store API this class implements, as a literal (see `pausetoken.plugins`).
+    api_version: ClassVar[int] = 2
 
     def __init__(
         self,

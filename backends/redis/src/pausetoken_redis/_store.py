@@ -16,7 +16,6 @@ from redis.asyncio.cluster import RedisCluster
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import (
-    STORE_API_VERSION,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
@@ -235,7 +234,8 @@ class RedisStore:
             ``wait_replicas`` on a cluster client or with a bad ``wait_timeout``.
     """
 
-    api_version: ClassVar[int] = STORE_API_VERSION
+    #: The store API this class implements, as a literal (see `pausetoken.plugins`).
+    api_version: ClassVar[int] = 2
     #: Rows expire by themselves: ``purge`` deletes nothing and ``store purge`` says so.
     expires_rows_itself: ClassVar[bool] = True
 

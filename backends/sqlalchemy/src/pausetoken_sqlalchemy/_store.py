@@ -14,7 +14,7 @@ from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from pausetoken.exceptions import ConfigurationError, PauseTokenError, StoreUnavailable
-from pausetoken.plugins import STORE_API_VERSION, Deadlines
+from pausetoken.plugins import Deadlines
 from pausetoken_sqlalchemy._engines import (
     default_max_connections,
     family_for_url,
@@ -85,9 +85,10 @@ class SQLAlchemyStore:
         ConfigurationError: The engine uses another driver, or an option is invalid.
     """
 
-    #: The store protocol version this class implements (``pausetoken.plugins``'
-    #: ``STORE_API_VERSION``).
-    api_version: ClassVar[int] = STORE_API_VERSION
+    #: The store API this class implements, as a literal: the registry refuses it under a
+    #: pausetoken that does not drive store API 2 (a constant imported from the installed
+    #: core would always match it).
+    api_version: ClassVar[int] = 2
 
     def __init__(
         self,

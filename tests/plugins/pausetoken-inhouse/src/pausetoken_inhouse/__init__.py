@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import (
-    STORE_API_VERSION,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
@@ -38,7 +37,9 @@ class InHouseStore:
     Every method runs without awaiting anything, so on one event loop each one is atomic.
     """
 
-    api_version: ClassVar[int] = STORE_API_VERSION
+    #: The store API it implements, as a literal: a pausetoken that does not drive it
+    #: refuses the store instead of running it.
+    api_version: ClassVar[int] = 2
     process_local: ClassVar[bool] = True
 
     def __init__(self) -> None:
