@@ -13,7 +13,8 @@ import subprocess
 import sys
 import time
 import warnings
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_distributions import Site, hide_distributions
@@ -35,9 +36,6 @@ from pausetoken._install import install_hint
 from pausetoken._registry import register_store
 from pausetoken.cli import GROUP, Command
 from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, UnknownBackend
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 _ERRORS = [
     error
@@ -832,6 +830,23 @@ def test_status_without_settings_says_what_to_set(
     err = capsys.readouterr().err
     assert "error [settings_missing] pausetoken is not configured: set PAUSETOKEN_STORE_URL" in err
     assert f"hint: {ConfigurationError.actions['settings_missing']}" in err
+
+
+def test_not_configured_tells_to_make_the_key_file_with_keygen_dash_o(
+    acme_token: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # keygen says to use -o (a file created readable only by you), so the hint does too.
+    assert main(["status", acme_token, "--scope", "acme"]) == 2
+    err = capsys.readouterr().err
+    assert "create a key set with `pausetoken keygen -o FILE`" in err
+    assert "keygen >" not in err
+
+
+def test_no_hint_or_page_redirects_keygen_into_a_file() -> None:
+    root = Path(__file__).parents[2]
+    sources = [*root.glob("docs/*.md"), root / "README.md", *root.glob("sdk/src/**/*.py")]
+    said = [str(path.relative_to(root)) for path in sources if "keygen >" in path.read_text()]
+    assert said == []
 
 
 @pytest.mark.usefixtures("service_env")

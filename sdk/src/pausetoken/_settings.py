@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import cattrs
 
-from pausetoken._keys import KeyRing, read_keys_file
+from pausetoken._keys import _MAKE_A_KEY_SET, KeyRing, read_keys_file
 from pausetoken._policy import (
     DEFAULT_AUDIENCE,
     DEFAULT_ISSUER,
@@ -59,9 +59,7 @@ CONFLICT: Final = "settings_conflict"
 INVALID: Final = "settings_invalid"
 UNREADABLE: Final = "settings_file_unreadable"
 
-_KEYGEN_HINT: Final = (
-    "create a key set with `pausetoken keygen > pausetoken-keys.json` and keep that file secret"
-)
+_KEYGEN_HINT: Final = f"{_MAKE_A_KEY_SET} and keep that file secret"
 _STORE_HINT: Final = (
     "for example 'sqlite+aiosqlite:///pausetoken.db', or 'memory://' for one process only"
 )
