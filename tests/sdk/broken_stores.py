@@ -4,23 +4,26 @@
 kit fails it, in the tests named in its table. Each bug is one that a real backend can
 have (most were seen in review): a claim that reads and then writes, a commit or release
 that does not check the holder, a takeover that keeps part of the old row, times that lose
-their microseconds, expiries that go down.
+their microseconds, expiries that go down, an engine TTL that ends a millisecond early, a
+``check()`` that never looks. `ReadThenWriteFileClaim` is shared between processes (a
+SQLite file): only the multi-process race can catch it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, ClassVar
 
 import attrs
+from sqlite_file_store import SQLiteFileStore
 
 from pausetoken import MemoryStore
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from datetime import datetime
 
 __all__ = ["BROKEN"]
 
@@ -287,6 +290,30 @@ class RenewLowersTheLease(MemoryStore):
         return held
 
 
+class TTLRoundedDownToMilliseconds(MemoryStore):
+    """An engine TTL set from the expiry rounded down to milliseconds (``PEXPIREAT`` of
+    ``int(ms)``): the engine removes a row up to 1 ms before its ``expires_at``.
+    """
+
+    expires_rows_itself: ClassVar[bool] = True
+
+    async def status(self, pause_key: str) -> PauseRecord | None:
+        with self._lock:
+            row = self._rows.get(pause_key)
+            if row is not None:
+                ttl = row.expires_at.replace(microsecond=row.expires_at.microsecond // 1000 * 1000)
+                if datetime.now(UTC) >= ttl:
+                    del self._rows[pause_key]
+        return await super().status(pause_key)
+
+
+class CheckAlwaysSucceeds(MemoryStore):
+    """``check()`` answers without looking at anything, even on a closed store."""
+
+    async def check(self) -> None:
+        return None
+
+
 #: Every broken store, by name.
 BROKEN: dict[str, type[MemoryStore]] = {
     cls.__name__: cls
@@ -306,5 +333,30 @@ BROKEN: dict[str, type[MemoryStore]] = {
         CommitNotIdempotent,
         RevokeOfLiveClaim,
         RenewLowersTheLease,
+        TTLRoundedDownToMilliseconds,
+        CheckAlwaysSucceeds,
     )
 }
+
+
+class ReadThenWriteFileClaim(SQLiteFileStore):
+    """A store shared between processes whose claim is two round trips: read, then write.
+
+    No transaction holds the two together, so two processes that both read an empty row
+    both write it and both win. Each process has one connection, so its own claims run one
+    after the other: only claims of the same pause from two processes at the same moment
+    can collide, which only a race across processes (`race_processes`) can arrange.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._connection = asyncio.Lock()
+
+    async def claim(self, request: ClaimRequest) -> ClaimResult:
+        async with self._connection:
+            row = self._row(request.pause_key)
+            await asyncio.sleep(0)  # the round trip between the SELECT and the INSERT
+            if row is None or _lapsed(row, request.now):
+                self._write(_claimed(request, row))
+                return ClaimResult(ClaimOutcome.CLAIMED)
+        return await super().claim(request)

@@ -12,6 +12,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, ClaimResult, PauseRecord, PauseState
 
 _SCHEMA = """
@@ -63,6 +64,22 @@ class SQLiteFileStore:
             lease_until=None if row[7] is None else _dt(row[7]),
         )
 
+    def _write(self, row: PauseRecord) -> None:
+        """Insert or overwrite ``row`` whole."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO pauses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.pause_key,
+                row.state.value,
+                row.scope_hash,
+                row.name,
+                _ts(row.expires_at),
+                row.response_hash,
+                row.lease_id,
+                None if row.lease_until is None else _ts(row.lease_until),
+            ),
+        )
+
     def _raise_expiry(self, key: str, expires_at: datetime) -> None:
         self._db.execute(
             "UPDATE pauses SET expires_at = max(expires_at, ?) WHERE pause_key = ?",
@@ -84,17 +101,17 @@ class SQLiteFileStore:
                 expires = (
                     request.expires_at if row is None else max(row.expires_at, request.expires_at)
                 )
-                self._db.execute(
-                    "INSERT OR REPLACE INTO pauses VALUES (?, 'claimed', ?, ?, ?, ?, ?, ?)",
-                    (
-                        key,
-                        request.scope_hash,
-                        request.name,
-                        _ts(expires),
-                        request.response_hash,
-                        request.lease_id,
-                        _ts(request.lease_until),
-                    ),
+                self._write(
+                    PauseRecord(
+                        pause_key=key,
+                        state=PauseState.CLAIMED,
+                        scope_hash=request.scope_hash,
+                        name=request.name,
+                        expires_at=expires,
+                        response_hash=request.response_hash,
+                        lease_id=request.lease_id,
+                        lease_until=request.lease_until,
+                    )
                 )
                 return ClaimResult(ClaimOutcome.CLAIMED)
             self._raise_expiry(key, request.expires_at)
@@ -163,7 +180,11 @@ class SQLiteFileStore:
         return cursor.rowcount
 
     async def check(self) -> None:
-        self._db.execute("SELECT 1 FROM pauses LIMIT 1").fetchall()
+        try:
+            self._db.execute("SELECT 1 FROM pauses LIMIT 1").fetchall()
+        except sqlite3.ProgrammingError as exc:  # closed
+            msg = "the SQLite file store was closed"
+            raise StoreUnavailable(msg) from exc
 
     async def aclose(self) -> None:
         self._db.close()

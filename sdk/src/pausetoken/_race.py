@@ -5,6 +5,9 @@ URL; `race_tasks()` and `warm_up()` do the same for tasks of one event loop (the
 conformance kit and ``pausetoken store check`` use them). A claim that reads and then writes
 passes a race whose first claimer writes before the others have even connected, so every
 racer opens its connections first and waits at a barrier; only then do they all claim.
+Processes leave a barrier up to milliseconds apart, longer than a claim takes, so
+`race_processes()` also has them all start each round at one agreed instant, and races the
+keys in several such rounds.
 
 It lives outside [`pausetoken.testing`][pausetoken.testing] so that each spawned worker imports
 only the core
@@ -15,6 +18,7 @@ public as [`pausetoken.testing.race_processes()`][pausetoken.testing.race_proces
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import multiprocessing
 import queue
@@ -33,6 +37,7 @@ from pausetoken.exceptions import ConfigurationError, PauseTokenError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+    from multiprocessing.sharedctypes import Synchronized
     from multiprocessing.synchronize import Barrier
 
     from pausetoken._store_api import TokenStore
@@ -45,6 +50,11 @@ _SCOPE = hashlib.sha256(b"race scope").hexdigest()
 _ANSWER = hashlib.sha256(b"race answer").hexdigest()
 #: Concurrent ``status`` calls each worker makes before the barrier, to open its connections.
 _WARM_CALLS = 8
+#: How long after the last process reaches a round's barrier they all start claiming: more
+#: than the spread of their wake-ups, so that none is still asleep at the start.
+_START_AFTER = 0.02
+#: The last stretch before the start that a worker spins through instead of sleeping.
+_SPIN = 0.003
 
 
 async def warm_up(store: TokenStore, connections: int) -> None:
@@ -87,6 +97,7 @@ class _Job:
     options: dict[str, Any]
     #: Wall-clock time (``time.time()``) after which the worker gives up.
     deadline: float
+    rounds: int
 
 
 def race_processes(
@@ -96,15 +107,21 @@ def race_processes(
     processes: int = 8,
     options: Mapping[str, Any] | None = None,
     timeout: float = 120.0,
+    rounds: int = 10,
 ) -> dict[str, int]:
     """Claim every pause from several processes at once; count the ``CLAIMED`` answers.
 
     Each process (started with ``spawn``) opens the store with
-    [`open_store()`][pausetoken.open_store], calls its ``check``, opens its connections (a few
-    concurrent ``status`` calls), waits at a barrier for the others, then claims every key
-    concurrently with its own lease. A store that is correct across processes answers
-    ``CLAIMED`` exactly once per key. The store must be shared between processes (a
-    database file or server): a process-local store such as ``memory://`` is refused.
+    [`open_store()`][pausetoken.open_store], calls its ``check`` and opens its connections (a
+    few concurrent ``status`` calls). The keys are then raced in ``rounds`` rounds: every
+    process waits at a barrier for the others, and when the last one arrives they all start
+    at one instant a few milliseconds later (the first to wake spins until then), each
+    claiming the round's keys concurrently with its own lease: every other process takes
+    them in reverse order, so two processes that do not start at the same moment still
+    meet on some key halfway through. A store
+    that is correct across processes answers ``CLAIMED`` exactly once per key. The store must
+    be shared between processes (a database file or server): a process-local store such as
+    ``memory://`` is refused.
 
     Examples:
         ```python
@@ -118,6 +135,8 @@ def race_processes(
         processes: How many processes race.
         options: Keyword options for the store's ``from_url`` (must be picklable).
         timeout: Seconds the whole race may take, starting the processes included.
+        rounds: How many rounds the keys are split into (each started together): more
+            rounds give a claim that reads and then writes more chances to be caught.
 
     Returns:
         For each key, how many processes got ``CLAIMED``.
@@ -139,13 +158,17 @@ def race_processes(
         )
         raise ConfigurationError(msg)
     ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(processes)
+    start = ctx.Value("d", 0.0)
+    # The last process to arrive sets the instant every process starts the round at.
+    barrier = ctx.Barrier(processes, action=functools.partial(_set_start, start))
     results: multiprocessing.Queue[tuple[Any, ...]] = ctx.Queue()
-    job = _Job(url, keys, dict(options or {}), time.time() + timeout)
+    job = _Job(
+        url, keys, dict(options or {}), time.time() + timeout, max(1, min(rounds, len(keys)))
+    )
     workers = [
         ctx.Process(
             target=_worker,
-            args=(job, barrier, results),
+            args=(job, i % 2 == 1, barrier, start, results),
             name=f"pausetoken-race-{i}",
             daemon=True,
         )
@@ -225,9 +248,19 @@ def _rebuild(name: str, code: str, detail: str) -> PauseTokenError:
     return PauseTokenError(f"a race process raised {name}", code="race_worker_failed")
 
 
-def _worker(job: _Job, barrier: Barrier, results: multiprocessing.Queue[tuple[Any, ...]]) -> None:
+def _set_start(start: Synchronized[float]) -> None:
+    start.value = time.time() + _START_AFTER
+
+
+def _worker(
+    job: _Job,
+    backwards: bool,  # noqa: FBT001 - a process target's positional argument
+    barrier: Barrier,
+    start: Synchronized[float],
+    results: multiprocessing.Queue[tuple[Any, ...]],
+) -> None:
     try:
-        claimed = asyncio.run(_claim_all(job, barrier))
+        claimed = asyncio.run(_claim_all(job, barrier, start, backwards=backwards))
     except PauseTokenError as exc:
         results.put(("error", type(exc).__name__, exc.code, exc.detail))
     except (Exception, threading.BrokenBarrierError) as exc:  # noqa: BLE001 - sent to the parent
@@ -237,30 +270,47 @@ def _worker(job: _Job, barrier: Barrier, results: multiprocessing.Queue[tuple[An
         results.put(("ok", claimed))
 
 
-async def _claim_all(job: _Job, barrier: Barrier) -> list[str]:
+async def _claim_all(
+    job: _Job, barrier: Barrier, start: Synchronized[float], *, backwards: bool
+) -> list[str]:
     store = open_store(job.url, **job.options)
+    claimed: list[str] = []
     try:
         await store.check()
         await warm_up(store, min(len(job.keys), _WARM_CALLS))
-        # Wait in a thread so the store's own loop keeps running while the others start.
-        await asyncio.to_thread(barrier.wait, max(0.0, job.deadline - time.time()))
-        now = datetime.now(UTC)
-        requests = [
-            ClaimRequest(
-                pause_key=key,
-                scope_hash=_SCOPE,
-                name="race",
-                response_hash=_ANSWER,
-                expires_at=now + timedelta(hours=1),
-                lease_id=new_jti(),
-                lease_until=now + timedelta(minutes=5),
-                now=now,
-            )
-            for key in job.keys
-        ]
-        outcomes = await asyncio.gather(*(store.claim(r) for r in requests))
+        for round_keys in (job.keys[i :: job.rounds] for i in range(job.rounds)):
+            # Wait in a thread so the store's own loop keeps running while the others come.
+            await asyncio.to_thread(barrier.wait, max(0.0, job.deadline - time.time()))
+            await _until(start.value)
+            claimed += await _claim_round(store, round_keys[::-1] if backwards else round_keys)
     finally:
         await store.aclose()
+    return claimed
+
+
+async def _until(moment: float) -> None:
+    """Return at ``moment`` (``time.time()``): sleep most of the way, spin the rest."""
+    await asyncio.sleep(max(0.0, moment - time.time() - _SPIN))
+    while time.time() < moment:
+        pass
+
+
+async def _claim_round(store: TokenStore, keys: Sequence[str]) -> list[str]:
+    now = datetime.now(UTC)
+    requests = [
+        ClaimRequest(
+            pause_key=key,
+            scope_hash=_SCOPE,
+            name="race",
+            response_hash=_ANSWER,
+            expires_at=now + timedelta(hours=1),
+            lease_id=new_jti(),
+            lease_until=now + timedelta(minutes=5),
+            now=now,
+        )
+        for key in keys
+    ]
+    outcomes = await asyncio.gather(*(store.claim(r) for r in requests))
     return [
         r.pause_key
         for r, o in zip(requests, outcomes, strict=True)

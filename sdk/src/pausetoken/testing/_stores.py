@@ -25,6 +25,7 @@ from pausetoken._store_api import (
     PauseState,
     TokenStore,
 )
+from pausetoken.exceptions import StoreUnavailable
 from pausetoken.testing._stateful import assert_same_record, check_store_state_machine
 
 if TYPE_CHECKING:
@@ -45,6 +46,13 @@ OTHER_NAME = "second-look"
 TTL = timedelta(hours=1, microseconds=7)
 LEASE = timedelta(seconds=30, microseconds=1)
 TICK = timedelta(microseconds=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The latest time a store must keep exactly: 2**53 microseconds after the epoch (June 2255),
+#: the last whole microsecond a double (a Lua number, a JavaScript one) still holds exactly.
+LATEST = _EPOCH + timedelta(microseconds=2**53)
+#: How close to a row's expiry the engine-expiry test reads it: inside the last millisecond,
+#: where a TTL rounded down to milliseconds has already removed it.
+_EXPIRY_WINDOW = timedelta(microseconds=999)
 
 
 def _now() -> datetime:
@@ -105,6 +113,8 @@ class StoreConformance:
         process_race_processes: How many OS processes the multi-process race starts.
         process_race_keys: How many pauses every process claims.
         process_race_timeout: Seconds the multi-process race may take, start-up included.
+        process_race_rounds: How many rounds the multi-process race splits its keys into,
+            each started by every process at one instant.
         stateful_step_count: Steps per example of the state-machine test (its number of
             examples follows the active hypothesis profile).
 
@@ -139,6 +149,7 @@ class StoreConformance:
     process_race_processes: ClassVar[int] = 3
     process_race_keys: ClassVar[int] = 50
     process_race_timeout: ClassVar[float] = 120.0
+    process_race_rounds: ClassVar[int] = 10
     stateful_step_count: ClassVar[int] = 30
 
     # -- fixtures ---------------------------------------------------------------------------
@@ -619,6 +630,101 @@ class StoreConformance:
         assert await check() is None
         assert await check() is None  # and may be called again
 
+    async def test_check_leaves_no_pause_row(self, store: TokenStore) -> None:
+        # check() may write what the schema needs, never a row purge() or status() meets.
+        self._needs_purge()
+        await store.check()
+        assert await store.purge(LATEST) == 0
+
+    async def test_check_of_a_closed_store_raises_store_unavailable(
+        self, store: TokenStore, store_factory: StoreFactory | None
+    ) -> None:
+        # check() must really look: a closed store cannot serve, so check() cannot pass.
+        closed = store if store_factory is None else await store_factory()
+        await closed.check()
+        await closed.aclose()
+        with pytest.raises(StoreUnavailable):
+            await closed.check()
+
+    @pytest.mark.parametrize("moment", ["latest", "just before the latest"])
+    async def test_times_up_to_the_latest_round_trip_and_compare_exactly(
+        self, store: TokenStore, moment: str
+    ) -> None:
+        # Every time a store is given lies between the epoch and LATEST.
+        end = LATEST if moment == "latest" else LATEST - timedelta(days=1, microseconds=3)
+        now, key = end - LEASE - TTL, new_jti()
+        first = self.request(key, now=now, lease_id="lease-a", expires_at=end - TICK)
+        record = await self._claimed(store, first)
+        await self.assert_status(store, record)
+        busy = await store.claim(self.request(key, now=first.lease_until - TICK))
+        assert busy == ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=first.lease_until)
+        takeover = self.request(key, now=first.lease_until, lease_id="lease-b", expires_at=end)
+        await self._claimed(store, takeover)
+        assert await store.renew(key, "lease-b", takeover.lease_until + TICK) is True
+        assert await store.commit(key, "lease-b", end) is True
+        expected = attrs.evolve(
+            claimed_record(takeover),
+            state=PauseState.REDEEMED,
+            lease_until=takeover.lease_until + TICK,
+        )
+        await self.assert_status(store, expected)
+
+    # -- engines that expire rows by themselves ------------------------------------------------
+
+    @pytest.mark.parametrize("expiry", ["written", "raised"])
+    async def test_a_row_the_engine_expires_is_kept_until_its_expiry(
+        self, store: TokenStore, expiry: str
+    ) -> None:
+        """An engine that removes rows by itself keeps each one until its expiry.
+
+        That is the row's ``expires_at``, the raised one included, never a millisecond
+        earlier (a store says it removes rows itself with ``expires_rows_itself = True``).
+        Real time is needed here: the row's expiry is a few milliseconds ahead, ends in
+        ``.999`` of a millisecond, and is read in its last millisecond, where an expiry
+        rounded down to milliseconds has passed. Only readings that end before the expiry
+        count; a round that saw none (a slow round trip) is run again with a new row.
+        """
+        if not getattr(store, "expires_rows_itself", False) and self.supports_purge:
+            pytest.skip("the store does not expire rows by itself (expires_rows_itself)")
+        for _ in range(20):
+            verdict = await self._read_until_expiry(store, raised=expiry == "raised")
+            if verdict is not None:
+                assert verdict, f"the engine removed a row before its {expiry} expiry"
+                return
+        pytest.skip("no status() call ended within the last millisecond before an expiry")
+
+    @staticmethod
+    async def _read_until_expiry(store: TokenStore, *, raised: bool) -> bool | None:
+        """Read a row in the last millisecond before it expires: kept, gone, or ``None``.
+
+        ``None`` when no reading both started in that millisecond and ended before it.
+        """
+        now = datetime.now(UTC)
+        soon = now + timedelta(milliseconds=60)
+        expires_at = soon.replace(microsecond=soon.microsecond // 1000 * 1000 + 999)
+        key = new_jti()
+        first = StoreConformance.request(
+            key,
+            now=now,
+            expires_at=expires_at - timedelta(milliseconds=30) if raised else expires_at,
+        )
+        assert (await store.claim(first)).outcome is ClaimOutcome.CLAIMED
+        if raised:
+            await store.claim(StoreConformance.request(key, now=now, expires_at=expires_at))
+        window_start = expires_at - _EXPIRY_WINDOW
+        await asyncio.sleep(max(0.0, (window_start - datetime.now(UTC)).total_seconds() - 0.003))
+        judged: bool | None = None
+        while True:
+            started = datetime.now(UTC)
+            record = await store.status(key)
+            ended = datetime.now(UTC)
+            if ended >= expires_at:
+                return judged
+            if record is None:
+                return False
+            if started >= window_start:
+                judged = True
+
     @pytest.mark.parametrize("microsecond", [1, 500_001, 999_999])
     async def test_every_time_round_trips_with_microseconds(
         self, store: TokenStore, microsecond: int
@@ -823,6 +929,7 @@ class StoreConformance:
             processes=self.process_race_processes,
             options=store_url_options,
             timeout=self.process_race_timeout,
+            rounds=self.process_race_rounds,
         )
         assert counts == dict.fromkeys(keys, 1)
         for key in keys:
