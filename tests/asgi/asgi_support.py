@@ -59,6 +59,10 @@ TOOL_APPROVAL: Final = Interrupt("tool_approval", payload=dict[str, Any], respon
 
 # The shape of LangChain's batched review: one interrupt for a model turn's tool calls.
 BATCHED: Final = Interrupt("batched_review", payload=dict[str, Any], response=dict[str, Any])
+# Named as pausetoken_langgraph names LangChain's batched review (the page labels it).
+LANGCHAIN_REVIEW: Final = Interrupt(
+    "langchain.review", payload=dict[str, Any], response=dict[str, Any]
+)
 
 
 def batched_review() -> dict[str, Any]:
@@ -70,6 +74,25 @@ def batched_review() -> dict[str, Any]:
         "review_configs": [
             {"action_name": "send_email", "allowed_decisions": ["approve", "respond"]},
             {"action_name": "issue_refund", "allowed_decisions": ["approve", "reject"]},
+        ],
+    }
+
+
+def langchain_review() -> dict[str, Any]:
+    """A batched review with the descriptions LangChain's middleware writes by default."""
+    args = {"to": "customer@example.com", "subject": "Refund"}
+    return {
+        "action_requests": [
+            {
+                "name": "send_email",
+                "args": args,
+                "description": (
+                    f"Tool execution requires approval\n\nTool: send_email\nArgs: {args!r}"
+                ),
+            }
+        ],
+        "review_configs": [
+            {"action_name": "send_email", "allowed_decisions": ["approve", "reject"]}
         ],
     }
 
@@ -166,9 +189,25 @@ class App:
         return resume_router(self.tokens, authenticate=authenticate, resume=self.resume, **options)
 
     async def mint(
-        self, thread_id: str = "t-1", *, kind: str = "refund", scope: Scope = ACME, **options: Any
+        self,
+        thread_id: str = "t-1",
+        *,
+        kind: str = "refund",
+        scope: Scope = ACME,
+        payload: Any = None,
+        **options: Any,
     ) -> str:
-        if kind == "refund":
+        """Mint a token of one kind, with its usual payload or ``payload`` (dict kinds)."""
+        if kind == "langchain":
+            event = await self.tokens.mint(
+                LANGCHAIN_REVIEW,
+                langchain_review() if payload is None else payload,
+                scope=scope,
+                thread_id=thread_id,
+                run_id="r-1",
+                **options,
+            )
+        elif kind == "refund":
             event = await self.tokens.mint(
                 REFUND,
                 Refund("order-1", 1250),
@@ -179,7 +218,12 @@ class App:
             )
         elif kind == "batched":
             event = await self.tokens.mint(
-                BATCHED, batched_review(), scope=scope, thread_id=thread_id, run_id="r-1", **options
+                BATCHED,
+                batched_review() if payload is None else payload,
+                scope=scope,
+                thread_id=thread_id,
+                run_id="r-1",
+                **options,
             )
         elif kind == "questions":
             event = await self.tokens.mint(
@@ -202,7 +246,7 @@ class App:
         else:
             event = await self.tokens.mint(
                 TOOL_APPROVAL,
-                tool_call(),
+                tool_call() if payload is None else payload,
                 scope=scope,
                 thread_id=thread_id,
                 run_id="r-1",
@@ -224,6 +268,7 @@ def make_app(clock: Callable[[], float] | None = None) -> App:
     tokens.register(TOOL_APPROVAL)
     kinds.register(tokens)
     tokens.register(BATCHED)
+    tokens.register(LANGCHAIN_REVIEW)
     return App(tokens, checkpoints)
 
 

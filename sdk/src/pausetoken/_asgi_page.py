@@ -172,7 +172,6 @@ def _token_in_url_html(request: Request, *, title: str) -> str:
 this link for a new one, and tell them the old one should be withdrawn.</p>
 </div>
 </main>
-{_FOOTER}
 </body>
 </html>
 """
