@@ -150,11 +150,14 @@ class TokenStore(Protocol):
       ``REDEEMED_SAME`` or ``REDEEMED_OTHER`` by response hash. ``REVOKED``: ``REVOKED``.
       In every case the row's expiry becomes the later of its own and the request's.
     * ``renew``: only the current lease holder of a ``CLAIMED`` row moves its
-      ``lease_until`` (to the later of the two). Returns whether it holds the lease.
+      ``lease_until`` (to the later of the two). Returns whether it holds the lease. A
+      holder whose lease ended may renew until someone takes over; a renewal never changes
+      ``expires_at``.
     * ``commit``: only the current lease holder turns ``CLAIMED`` into ``REDEEMED``, even if
       its lease ran out while nobody took over; raises the expiry. A commit by the lease
       that already committed returns ``True`` again (so a retried commit whose first
-      attempt landed is confirmed). Returns whether the row is redeemed by this lease.
+      attempt landed is confirmed), and raises the expiry again when its own is later.
+      Returns whether the row is redeemed by this lease.
     * ``release``: only the current lease holder of a ``CLAIMED`` row removes it, so the
       pause can be redeemed again. Returns whether it did.
     * ``revoke``: an absent row, or a ``CLAIMED`` one whose lease ended
@@ -163,6 +166,10 @@ class TokenStore(Protocol):
       stay as they are. The expiry is raised in every case. Returns the resulting record.
     * ``purge``: deletes rows whose ``expires_at`` is before ``before``; returns how many.
     * ``check``: at start-up, whether the store can serve (connects, prepares its schema).
+      Returns ``None``; may run again; raises ``StoreUnavailable`` on a closed store. It may
+      leave schema records, never a row ``status`` or ``purge`` would meet.
+    * Times are aware datetimes from the Unix epoch to 2**53 microseconds after it (2255),
+      kept and compared to the microsecond.
     * An unreachable engine raises [`StoreUnavailable`][pausetoken.exceptions.StoreUnavailable];
       permanent misconfiguration found by ``check`` raises
       [`ConfigurationError`][pausetoken.exceptions.ConfigurationError].
@@ -200,6 +207,9 @@ class TokenStore(Protocol):
 
     async def check(self) -> None:
         """Confirm, once at start-up, that the store can serve.
+
+        It must reach the engine (a closed store raises ``StoreUnavailable``) and may leave
+        what the schema needs, never a pause row.
 
         Raises:
             ConfigurationError: a permanent problem (credentials, a missing database, a
