@@ -9,6 +9,10 @@ Both requests must come from the page itself: the ``Origin`` is the router's own
 of ``allowed_origins``), and the ``X-Pausetoken-CSRF`` header carries the signed value the
 page was served with, younger than the page's lifetime. The page is served with a strict
 Content-Security-Policy: no inline script or style, nothing from another origin.
+
+A token in a query string is never used: the two requests refuse it (``token_in_url``), as
+``POST /resume`` does, and ``GET /approve?token=...`` shows a browser a page that says so,
+without the token (any other client gets the problem).
 """
 
 from __future__ import annotations
