@@ -153,8 +153,12 @@ def _codes(classes: tuple[type[PauseTokenError], ...], *extra: str) -> dict[str,
     return {status: sorted(codes) for status, codes in sorted(found.items())}
 
 
-def _problems(codes: dict[str, list[str]]) -> dict[str, Any]:
-    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+def _problems(codes: dict[str, list[str]], *, html: bool = False) -> dict[str, Any]:
+    problem: dict[str, Any] = {
+        "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+    }
+    if html:  # the page's refusal, for a person's browser
+        problem["text/html"] = {"schema": {"type": "string"}}
     responses: dict[str, Any] = {}
     for status, listed in codes.items():
         responses[status] = {
@@ -266,9 +270,11 @@ def _page_paths(limit: int) -> dict[str, Any]:
                 "summary": "The approval page; the link carries the token as #token=...",
                 "description": (
                     "The token travels in the link's fragment, which browsers never send; a "
-                    "query string naming a token is refused (400 token_in_url)."
+                    "query string naming a token is refused (400 token_in_url): with a page "
+                    "that says so, without the token, for a browser (Accept: text/html), "
+                    "with the problem for any other client."
                 ),
-                "responses": {"200": text, **_problems({"400": ["token_in_url"]})},
+                "responses": {"200": text, **_problems({"400": ["token_in_url"]}, html=True)},
             },
         },
         "/approve/describe": {
@@ -276,6 +282,10 @@ def _page_paths(limit: int) -> dict[str, Any]:
             "post": {
                 "operationId": "describePause",
                 "summary": "What a token asks: verified and read, nothing changed.",
+                "description": (
+                    "The token travels in the body, never in the URL: a query string naming "
+                    "a token is refused (400 token_in_url)."
+                ),
                 "parameters": _page_headers(),
                 "requestBody": _json_body(token_only, limit),
                 "responses": {
@@ -284,7 +294,12 @@ def _page_paths(limit: int) -> dict[str, Any]:
                         "content": {"application/json": {"schema": _DESCRIBED}},
                     },
                     **_problems(
-                        _codes((*page_refusals, *_DESCRIBING), *_REQUEST_SHAPE, _FAULTS[0])
+                        _codes(
+                            (*page_refusals, *_DESCRIBING),
+                            *_REQUEST_SHAPE,
+                            "token_in_url",
+                            _FAULTS[0],
+                        )
                     ),
                 },
             },
@@ -296,7 +311,8 @@ def _page_paths(limit: int) -> dict[str, Any]:
                 "summary": "The approval page's answer: redeemed and the run resumed, once.",
                 "description": (
                     "The token travels in exactly one place: the Pause-Token header or the "
-                    "body's token member, never both (400 request_invalid)."
+                    "body's token member, never both (400 request_invalid), and never in the "
+                    "URL (400 token_in_url)."
                 ),
                 "parameters": [*_page_headers(), _token_header()],
                 "requestBody": _json_body(_answer_schema(), limit),
@@ -305,7 +321,14 @@ def _page_paths(limit: int) -> dict[str, Any]:
                         "description": "Accepted.",
                         "content": {"application/json": {"schema": _ANSWERED}},
                     },
-                    **_problems(_codes((*page_refusals, *_REDEEMING), *_REQUEST_SHAPE, *_FAULTS)),
+                    **_problems(
+                        _codes(
+                            (*page_refusals, *_REDEEMING),
+                            *_REQUEST_SHAPE,
+                            "token_in_url",
+                            *_FAULTS,
+                        )
+                    ),
                 },
             },
         },
