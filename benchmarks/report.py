@@ -3,12 +3,13 @@
     python benchmarks/report.py                    # full runs, writes docs/benchmarks.md
     python benchmarks/report.py --quick -o FILE    # short runs (CI: the scripts cannot rot)
 
-``nox -s bench`` runs the first, ``nox -s bench-quick`` the second. Each script runs in its
-own interpreter and appends the ratios it judges to a JSON-lines file (`_results.record`);
-the page is rendered from those results, the machine and the versions, and carries them in
-a comment at its end, so `render()` of that data gives the page back byte for byte (the
-docs tests check it: the page is generated, never edited by hand). A script that fails is
-reported as failed and makes the run exit 1.
+``nox -s bench`` runs the first, ``nox -s bench-quick`` the second; ``pausetoken bench`` runs
+the list of `commands()` too, and writes the page only when asked (``--write-page``). Each
+script runs in its own interpreter and appends the ratios it judges to a JSON-lines file
+(`_results.record`); the page is rendered from those results, the machine and the versions,
+and carries them in a comment at its end, so `render()` of that data gives the page back
+byte for byte (the docs tests check it: the page is generated, never edited by hand). A
+script that fails is reported as failed and makes the run exit 1.
 
 Server URLs come from the environment, as for the tests: ``PAUSETOKEN_TEST_POSTGRESQL_URL``
 (also runs the LangGraph benchmark on AsyncPostgresSaver), ``PAUSETOKEN_TEST_MYSQL_URL``,
@@ -125,13 +126,30 @@ def versions() -> dict[str, str]:
     return found
 
 
+def shown(argv: list[str]) -> str:
+    """A benchmark's command line as the page shows it, passwords in URLs hidden."""
+    return "python " + " ".join(redact_url(arg) if "://" in arg else arg for arg in argv)
+
+
+def page_data(runs: list[dict[str, Any]], *, quick: bool) -> dict[str, Any]:
+    """The data `render()` takes, for ``runs`` (``command``, ``seconds``, ``returncode``,
+    ``results``) measured now on this machine.
+    """
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "quick": quick,
+        "machine": machine(),
+        "versions": versions(),
+        "runs": runs,
+    }
+
+
 def run_all(*, quick: bool) -> dict[str, Any]:
     """Run every benchmark; the data the page is rendered from."""
     runs: list[dict[str, Any]] = []
     for command in commands():
         argv = [*command, "--quick"] if quick else command
-        shown = "python " + " ".join(redact_url(arg) if "://" in arg else arg for arg in argv)
-        print(f"\n$ {shown}", flush=True)
+        print(f"\n$ {shown(argv)}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             results = Path(tmp) / "results.jsonl"
             env = {**os.environ, RESULTS_VARIABLE: str(results)}
@@ -141,19 +159,13 @@ def run_all(*, quick: bool) -> dict[str, Any]:
             found = recorded(results)
         runs.append(
             {
-                "command": shown,
+                "command": shown(argv),
                 "seconds": round(took),
                 "returncode": done.returncode,
                 "results": found,
             }
         )
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "quick": quick,
-        "machine": machine(),
-        "versions": versions(),
-        "runs": runs,
-    }
+    return page_data(runs, quick=quick)
 
 
 def _met(result: dict[str, Any]) -> str:

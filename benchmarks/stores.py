@@ -29,6 +29,10 @@ latency with 10,000 and with 1,000,000 redeemed pauses' documents (target ratio 
 two collections whose rounds take turns, filled with ``insert_many`` under the store's
 indexes (on nx-27017 the million takes about two minutes).
 
+An engine whose driver or store distribution is not installed is skipped with a one-line
+note, and so is PostgreSQL, MySQL or Redis when its URL variable is unset and nothing
+listens at the loopback default.
+
 Every figure is the median of several rounds; rounds take turns so load spikes hit all
 candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
 ``PAUSETOKEN_TEST_MYSQL_URL`` (loopback defaults otherwise); SQLite uses a temporary file.
@@ -45,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import importlib.util
 import itertools
 import os
 import secrets
@@ -60,27 +65,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiosqlite
-import asyncmy
-import asyncpg  # type: ignore[import-untyped]
-from pymongo.errors import BulkWriteError
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import create_async_engine
-
 from _results import record
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
-from pausetoken_mongo import MongoStore
-from pausetoken_mongo._documents import STATE, claim_fields, raise_expiry
-from pausetoken_mongo._store import SCHEMA_COLLECTION
-from pausetoken_redis import RedisStore
-from pausetoken_sqlalchemy import SQLAlchemyStore
-from pausetoken_sqlalchemy._statements import ClaimArgs
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
     from pausetoken.plugins import TokenStore
+    from pausetoken_mongo import MongoStore
+    from pausetoken_sqlalchemy import SQLAlchemyStore
+
+# Each engine's drivers and store are imported when its benchmark runs: an engine whose
+# modules are missing is skipped with a note, so the others run from a partial install.
+ENGINE_MODULES = {
+    "sqlite": ("sqlalchemy", "aiosqlite", "pausetoken_sqlalchemy"),
+    "postgresql": ("sqlalchemy", "asyncpg", "pausetoken_sqlalchemy"),
+    "mysql": ("sqlalchemy", "asyncmy", "pausetoken_sqlalchemy"),
+    "redis": ("redis", "pausetoken_redis"),
+    "mongodb": ("pymongo", "pausetoken_mongo"),
+}
 
 DEFAULT_URLS = {
     "postgresql": "postgresql+asyncpg://postgres@127.0.0.1:5432/test",
@@ -116,6 +119,8 @@ def requests(n: int) -> list[ClaimRequest]:
 
 def claim_params(store: SQLAlchemyStore, request: ClaimRequest) -> Any:
     """The store's own claim parameters, in the order and form its driver takes them."""
+    from pausetoken_sqlalchemy._statements import ClaimArgs  # noqa: PLC0415
+
     statements = store._statements  # noqa: SLF001 - the benchmark runs the store's own SQL
     return statements.claim_params(ClaimArgs.from_request(request), time.time_ns() // 1000)
 
@@ -124,6 +129,8 @@ class RawDriver:
     """The baseline: the driver alone, on connections it opened, running the same SQL."""
 
     def __init__(self, family: str, url: str, sql: str) -> None:
+        from sqlalchemy.engine import make_url  # noqa: PLC0415
+
         self.family, self.url, self.sql = family, make_url(url), sql
         self.conns: list[Any] = []
         self.idle: asyncio.Queue[Any] = asyncio.Queue()
@@ -132,9 +139,13 @@ class RawDriver:
         u = self.url
         for _ in range(1 if self.family == "sqlite" else size):
             if self.family == "postgresql":
+                import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415
+
                 dsn = u.set(drivername="postgresql").render_as_string(hide_password=False)
                 conn: Any = await asyncpg.connect(dsn)
             elif self.family == "mysql":
+                import asyncmy  # noqa: PLC0415
+
                 conn = await asyncmy.connect(
                     host=u.host,
                     port=u.port or 3306,
@@ -144,6 +155,8 @@ class RawDriver:
                     autocommit=True,
                 )
             else:
+                import aiosqlite  # noqa: PLC0415
+
                 conn = await aiosqlite.connect(u.database or "", isolation_level=None)
                 await conn.execute("PRAGMA busy_timeout = 30000")
             self.conns.append(conn)
@@ -188,6 +201,8 @@ async def rate(op: Callable[[int], Awaitable[None]], n: int, concurrency: int) -
 async def throughput(
     store: SQLAlchemyStore, raw: RawDriver, n: int, rounds: int
 ) -> dict[int, dict[str, float]]:
+    from sqlalchemy.ext.asyncio import create_async_engine  # noqa: PLC0415
+
     sql = raw.sql
     # Core gets its own engine: the store holds every connection of its pool.
     # On SQLite it waits for the file's lock as long as the store does (30 s, not 5).
@@ -252,6 +267,8 @@ def fill_sql(family: str, table: str, start: int, count: int) -> str:
 
 
 async def fill_to(store: SQLAlchemyStore, family: str, rows: int) -> float:
+    from sqlalchemy import text  # noqa: PLC0415
+
     table = store.engine.dialect.identifier_preparer.format_table(store.table)
     async with store.engine.begin() as conn:
         have = (await conn.execute(text(f"SELECT COUNT(*) FROM {table}"))).scalar_one()
@@ -317,6 +334,8 @@ def report_latencies(
 
 
 async def drop_table(store: SQLAlchemyStore) -> None:
+    from sqlalchemy import text  # noqa: PLC0415
+
     table = store.table.name
     async with store.engine.begin() as conn:
         await conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
@@ -326,6 +345,10 @@ async def drop_table(store: SQLAlchemyStore) -> None:
 
 
 async def bench(family: str, url: str, *, quick: bool) -> None:
+    from sqlalchemy import text  # noqa: PLC0415
+
+    from pausetoken_sqlalchemy import SQLAlchemyStore  # noqa: PLC0415
+
     n, rounds = (1000, 3) if quick else (4000, 5)
     big = 200_000 if quick else 1_000_000
     table = f"pt_bench_{secrets.token_hex(4)}"
@@ -431,6 +454,8 @@ async def redis_latencies(url: str, prefix: str, n: int, rounds: int, *, quick: 
     A logical database is its own hash table, as a SQL table is its own index: the small
     one is the URL's database, the large one the next. Both are cleaned up afterwards.
     """
+    from pausetoken_redis import RedisStore  # noqa: PLC0415
+
     big = 200_000 if quick else 1_000_000
     urls = {10_000: url, big: next_database(url)}
     stores = {keys: RedisStore.from_url(urls[keys], key_prefix=prefix) for keys in urls}
@@ -445,6 +470,8 @@ async def redis_latencies(url: str, prefix: str, n: int, rounds: int, *, quick: 
 
 
 async def bench_redis(url: str, *, quick: bool) -> None:
+    from pausetoken_redis import RedisStore  # noqa: PLC0415
+
     n, rounds = (2000, 3) if quick else (20_000, 5)
     prefix = f"pt-bench-{secrets.token_hex(4)}:"
     store = RedisStore.from_url(url, key_prefix=prefix, max_connections=16)
@@ -515,6 +542,8 @@ def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]
     again): one ordered ``insert_many``. This inserts the same two documents, so the ratio
     against it shows the store's own cost apart from the server's cost of the guard.
     """
+    from pymongo.errors import BulkWriteError  # noqa: PLC0415
+
     docs = pause_documents(n)
 
     async def insert(i: int) -> None:
@@ -532,6 +561,8 @@ def guarded_inserts(collection: Any, n: int) -> Callable[[int], Awaitable[None]]
 
 async def drop_collection(store: MongoStore) -> None:
     """Drop the store's collection and its record, as `drop_table` does on SQL, then close."""
+    from pausetoken_mongo._store import SCHEMA_COLLECTION  # noqa: PLC0415
+
     collection = store.collection
     await collection.drop()
     await collection.database[SCHEMA_COLLECTION].delete_one({"_id": collection.name})
@@ -540,6 +571,8 @@ async def drop_collection(store: MongoStore) -> None:
 
 async def fill_mongo(store: MongoStore, documents: int) -> float:
     """Insert ``documents`` redeemed pauses, as the store leaves them, in batches."""
+    from pausetoken_mongo._documents import STATE, claim_fields, raise_expiry  # noqa: PLC0415
+
     expires = datetime.now(UTC) + timedelta(days=1)
     # The store's own field builders: a claim's fields, then redeemed, then its expiry.
     claimed = claim_fields(
@@ -559,6 +592,8 @@ async def mongo_latencies(
     url: str, name: str, served_by: str, n: int, rounds: int, *, quick: bool
 ) -> None:
     """Claim latency with 10,000 documents and with 1,000,000, two collections in turns."""
+    from pausetoken_mongo import MongoStore  # noqa: PLC0415
+
     big = 200_000 if quick else 1_000_000
     stores = {
         documents: MongoStore.from_url(url, collection=f"{name}_{documents}")
@@ -576,6 +611,8 @@ async def mongo_latencies(
 
 
 async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
+    from pausetoken_mongo import MongoStore  # noqa: PLC0415
+
     n, rounds = (1000, 3) if quick else (4000, 5)
     name = f"pt_bench_{secrets.token_hex(4)}"
     served_by = server.split(" at ", maxsplit=1)[0]
@@ -660,6 +697,22 @@ def run_mongo(tmp: str, *, quick: bool) -> None:
         server.wait(10)
 
 
+def no_default_server(family: str) -> str | None:
+    """Why the loopback server an engine defaults to is not there, or ``None``.
+
+    Only when its URL variable is unset: a URL given on purpose that fails is a failure.
+    """
+    if family not in ENV or os.environ.get(ENV[family]):
+        return None
+    parts = urlsplit(DEFAULT_URLS[family])
+    host, port = parts.hostname or "127.0.0.1", parts.port or 0
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        if probe.connect_ex((host, port)) == 0:
+            return None
+    return f"nothing listens at {host}:{port}; set {ENV[family]}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     engine_choices = ["sqlite", "postgresql", "mysql", "redis", "mongodb", "all"]
@@ -670,6 +723,14 @@ def main() -> None:
     engines = every if args.engine == "all" else [args.engine]
     with tempfile.TemporaryDirectory() as tmp:
         for family in engines:
+            missing = [m for m in ENGINE_MODULES[family] if importlib.util.find_spec(m) is None]
+            if missing:
+                print(f"\n== {family}: skipped ({', '.join(missing)} not installed)")
+                continue
+            unreachable = no_default_server(family)
+            if unreachable:
+                print(f"\n== {family}: skipped ({unreachable})")
+                continue
             if family == "mongodb":
                 run_mongo(tmp, quick=args.quick)
                 continue
