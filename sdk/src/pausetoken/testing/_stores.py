@@ -636,6 +636,17 @@ class StoreConformance:
         await store.check()
         assert await store.purge(LATEST) == 0
 
+    async def test_ensure_schema_of_a_prepared_store_says_it_created_nothing(
+        self, store: TokenStore
+    ) -> None:
+        # Optional: a store with a schema offers ensure_schema() -> bool (created anything?).
+        ensure: Callable[[], Awaitable[object]] | None = getattr(store, "ensure_schema", None)
+        if ensure is None:
+            pytest.skip("the store has no ensure_schema()")
+        await store.check()
+        assert await ensure() is False
+        assert await ensure() is False
+
     async def test_check_of_a_closed_store_raises_store_unavailable(
         self, store: TokenStore, store_factory: StoreFactory | None
     ) -> None:
