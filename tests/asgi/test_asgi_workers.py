@@ -1,10 +1,11 @@
 """The HTTP page's recipe served by ``uvicorn --workers 3``: answers cross the workers.
 
 docs/http.md ("Serving it") shows an application whose service and router are built in its
-lifespan, once per worker process. This test writes that very block to ``app.py``, serves
-it with three uvicorn workers on a free loopback port (a shared SQLite store and
-checkpointer, one key file), and answers approval pages through whichever worker takes
-each request: every page served by one worker must be answerable through the others.
+lifespan, once per worker process, with Starlette and with FastAPI. This test writes those
+very blocks to ``app.py`` and ``fastapi_app.py``, serves each with three uvicorn workers on a
+free loopback port (a shared SQLite store and checkpointer, one key file), and answers
+approval pages through whichever worker takes each request: every page served by one worker
+must be answerable through the others.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ ALICE: Final = {"Authorization": "Bearer key-of-alice"}
 TAGGED: Final = """
 import os
 
-from app import app as application
+from {module} import app as application
 
 
 async def app(scope, receive, send):
@@ -52,8 +53,9 @@ async def app(scope, receive, send):
 """
 
 
-def _recipe() -> str:
-    [found] = [b.code for b in blocks("docs/http.md") if b.code.startswith('"""app.py:')]
+def _recipe(module: str) -> str:
+    start = f'"""{module}.py:'
+    [found] = [b.code for b in blocks("docs/http.md") if b.code.startswith(start)]
     return found
 
 
@@ -101,9 +103,14 @@ def _fresh(url: str) -> httpx.Client:
     )
 
 
-def test_pages_served_by_one_worker_are_answered_through_the_others(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text(_recipe(), encoding="utf-8")
-    (tmp_path / "tagged.py").write_text(TAGGED, encoding="utf-8")
+@pytest.mark.parametrize("module", ["app", "fastapi_app"], ids=["starlette", "fastapi"])
+def test_pages_served_by_one_worker_are_answered_through_the_others(
+    module: str, tmp_path: Path
+) -> None:
+    (tmp_path / "app.py").write_text(_recipe("app"), encoding="utf-8")
+    if module != "app":
+        (tmp_path / f"{module}.py").write_text(_recipe(module), encoding="utf-8")
+    (tmp_path / "tagged.py").write_text(TAGGED.replace("{module}", module), encoding="utf-8")
     with _uvicorn(tmp_path) as url, _fresh(url) as client:
         crossed, results = 0, []
         for n in range(6):
