@@ -106,6 +106,22 @@ def test_the_repr_never_shows_the_password() -> None:
     assert "s3cret" not in repr(store)
 
 
+def _connect_timeout(store: MongoStore) -> float | None:
+    return store.collection.database.client.options.pool_options.connect_timeout
+
+
+def test_the_client_s_connect_timeout_is_the_store_s_timeout() -> None:
+    """So that its server monitor gives up on a check a partition left unanswered in time."""
+    assert _connect_timeout(MongoStore.from_url("mongodb://127.0.0.1:1/app?timeout=2.5")) == 2.5
+    assert _connect_timeout(MongoStore.from_url("mongodb://127.0.0.1:1/app", timeout=3)) == 3
+    assert _connect_timeout(MongoStore.from_url("mongodb://127.0.0.1:1/app")) == 10
+
+
+def test_a_connect_timeout_the_url_sets_is_kept() -> None:
+    url = "mongodb://127.0.0.1:1/app?connecttimeoutms=20000&timeout=2"
+    assert _connect_timeout(MongoStore.from_url(url)) == 20
+
+
 def test_srv_urls_choose_the_mongodb_store() -> None:
     assert store_family("mongodb+srv://cluster0.example.net/app") == "mongodb"
 

@@ -1,12 +1,16 @@
-"""Lost connections and timeouts on real servers: fail closed, then recover by itself.
+"""Lost connections, timeouts and partitions on real servers: fail closed, then recover.
 
 An administrator connection outside the store holds row locks and kills the store's
-connections (``pg_terminate_backend`` on PostgreSQL, ``KILL`` on MariaDB/MySQL).
+connections (``pg_terminate_backend`` on PostgreSQL, ``KILL`` on MariaDB/MySQL). A
+`BlackHole` proxy in front of the server cuts the store off (a partition: connections stay
+open and nothing answers); the server itself is never touched.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,16 +18,24 @@ import asyncmy
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy_support import LEASE, SCOPE, claim_request, new_pause_key
 
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import ClaimOutcome
 from pausetoken_sqlalchemy import SQLAlchemyStore
+from private_servers import BlackHole
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
 WAIT_S = 10.0
+#: The store's timeout in the partition tests.
+CUT_TIMEOUT = 1.0
+#: What a call cut off may take beyond its timeout: the event loop's scheduling. (Closing a
+#: dead connection gracefully, as SQLAlchemy's invalidation does first, would add 2 s.)
+SCHEDULING_S = 0.5
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306}
 
 
 def _now() -> datetime:
@@ -217,3 +229,75 @@ async def test_a_claim_that_times_out_fails_closed_and_never_wins_twice(
         assert after.outcome is ClaimOutcome.CLAIMED
         again = await store.claim(claim_request(key, now=moment))
         assert again.outcome is ClaimOutcome.IN_PROGRESS
+
+
+# -- partitions -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def cut_off(engine_name: str, url: str) -> Iterator[tuple[str, BlackHole]]:
+    """The server's URL through a `BlackHole` proxy (a loopback server only), and the proxy."""
+    parsed = make_url(url)
+    if parsed.host not in {"127.0.0.1", "localhost"}:
+        pytest.skip("the partition tests proxy a server on the loopback interface only")
+    with BlackHole(parsed.port or _DEFAULT_PORTS[engine_name]) as hole:
+        proxied = parsed.set(host="127.0.0.1", port=hole.port)
+        yield proxied.render_as_string(hide_password=False), hole
+
+
+async def _timed_failure(store: SQLAlchemyStore) -> float:
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        async with asyncio.timeout(CUT_TIMEOUT * 3 + 2):  # a hang fails here
+            await store.claim(claim_request(new_pause_key(), now=_now()))
+    return time.monotonic() - started
+
+
+# Where a call meets the partition: the statement on a connection the store holds; the ping
+# of a held connection that idled (``ping_after=0``); SQLAlchemy's pre-ping of a connection
+# idle in its pool (the store gives each back at once, ``recycle_after`` being tiny); the
+# schema step, on a connection from the pool.
+_WAYS: dict[str, dict[str, float]] = {
+    "statement": {},
+    "ping": {"ping_after": 0},
+    "pool_pre_ping": {"recycle_after": 1e-6},
+    "schema_step": {},
+}
+
+
+@pytest.mark.parametrize("way", list(_WAYS))
+async def test_a_call_cut_off_fails_within_the_timeout_and_the_next_one_after_it_succeeds(
+    engine_name: str, url: str, table_name: str, way: str
+) -> None:
+    with cut_off(engine_name, url) as (proxied, hole):
+        options = {"table_name": table_name, "timeout": CUT_TIMEOUT, **_WAYS[way]}
+        async with SQLAlchemyStore.from_url(proxied, **options) as store:
+            if way == "schema_step":
+                async with store.engine.connect():
+                    pass  # one connection idle in the pool
+            else:
+                await store.claim(claim_request(new_pause_key(), now=_now()))
+            hole.cut.set()
+            took = await _timed_failure(store)
+            hole.cut.clear()
+            assert took < CUT_TIMEOUT + SCHEDULING_S, took
+            result = await store.claim(claim_request(new_pause_key(), now=_now()))
+            assert result.outcome is ClaimOutcome.CLAIMED
+
+
+async def test_the_application_s_own_connections_are_closed_as_sqlalchemy_closes_them(
+    url: str, table_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store listens to its engine's invalidations, but acts only on those of its own work."""
+    engine = create_async_engine(url)
+    try:
+        store = SQLAlchemyStore(engine, table_name=table_name)
+        aborted: list[Any] = []
+        monkeypatch.setattr(type(store._family), "abort", lambda _, conn: aborted.append(conn))
+        await store.claim(claim_request(new_pause_key(), now=_now()))
+        async with engine.connect() as conn:
+            await conn.invalidate(asyncio.CancelledError())
+        assert aborted == []
+        await store.aclose()
+    finally:
+        await engine.dispose()

@@ -86,6 +86,13 @@ _INDEXES: Final[dict[str, dict[str, Any]]] = {
 }
 # Store options a URL's query may carry (the driver would refuse them).
 _QUERY_OPTIONS: Final = frozenset({"collection", "timeout"})
+#: Seconds one operation may take unless told otherwise.
+DEFAULT_TIMEOUT: Final = 10.0
+# The driver's option bounding a new connection's TCP connect and handshake, which its
+# server monitor also waits on for each check. Unless the URL sets it, the store makes it
+# its own timeout: pymongo's default (20 s) kept the store from serving for up to 20 s
+# after a partition healed, its monitor waiting on a check sent while cut off.
+_CONNECT_TIMEOUT: Final = "connectTimeoutMS"
 
 
 def _split_store_options(url: str) -> tuple[str, dict[str, str]]:
@@ -105,6 +112,25 @@ def _split_store_options(url: str) -> tuple[str, dict[str, str]]:
         else:
             kept.append(part)
     return (f"{head}?{'&'.join(kept)}" if kept else head), found
+
+
+def _url_sets(url: str, option: str) -> bool:
+    """Whether the URL's query sets the driver option ``option`` (named in any case)."""
+    _, _, query = url.partition("?")
+    wanted = option.lower()
+    return any(unquote(part.partition("=")[0]).lower() == wanted for part in query.split("&"))
+
+
+def _driver_timeouts(url: str, timeout: object) -> dict[str, Any]:
+    """The driver options the store derives from its ``timeout`` (none the URL sets).
+
+    An invalid ``timeout`` derives none: the store refuses it with its own message.
+    """
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        return {}
+    if not math.isfinite(timeout) or timeout <= 0 or _url_sets(url, _CONNECT_TIMEOUT):
+        return {}
+    return {_CONNECT_TIMEOUT: timeout * 1000}
 
 
 def _seconds(text: str) -> float:
@@ -160,7 +186,7 @@ class MongoStore:
         database: AsyncDatabase[Any],
         *,
         collection: str = DEFAULT_COLLECTION,
-        timeout: float = 10.0,
+        timeout: float = DEFAULT_TIMEOUT,
         write_concern: str | int = "majority",
         read_concern: str = "majority",
     ) -> None:
@@ -210,6 +236,10 @@ class MongoStore:
         ``collection``, ``timeout``, ``write_concern`` and ``read_concern``. The store closes
         the client it opened in `aclose()`.
 
+        Unless the URL sets ``connectTimeoutMS``, the client's connect timeout is the store's
+        ``timeout``: pymongo's server monitor waits that long on a check a partition left
+        unanswered, so the store serves again within about ``timeout`` + 0.5 s of its end.
+
         Raises:
             ConfigurationError: an unknown option, or a URL the driver refuses (the message
                 never shows the password).
@@ -231,7 +261,12 @@ class MongoStore:
             with warnings.catch_warnings():
                 # pymongo only warns about an unknown URL option: refuse it instead.
                 warnings.simplefilter("error")
-                client: AsyncMongoClient[Any] = AsyncMongoClient(url, connect=False, tz_aware=True)
+                client: AsyncMongoClient[Any] = AsyncMongoClient(
+                    url,
+                    connect=False,
+                    tz_aware=True,
+                    **_driver_timeouts(url, options.get("timeout", DEFAULT_TIMEOUT)),
+                )
         except (PyMongoError, UserWarning, TypeError, ValueError) as exc:
             msg = f"the MongoDB URL {shown!r} is refused: {type(exc).__name__}"
             raise ConfigurationError(msg, code="settings_invalid") from exc

@@ -15,6 +15,11 @@ the engine family (`EngineFamily.hold_connections()`):
 
 A connection that fails is invalidated (never reused), and every other idle one is pinged
 before its next use, so a server restart costs at most the operations that were in flight.
+A connection the store gave up waiting on (its deadline passed, or it was cancelled) is closed
+at once when it is invalidated (`EngineFamily.abort()`), whether the store invalidates it or
+SQLAlchemy's pool does (a ``pool_pre_ping`` cut short): SQLAlchemy would otherwise first try a
+graceful close, which on a server that does not answer (a network partition) waits 2 s more,
+beyond the operation's deadline. `watch_invalidations()` and `store_work()` arrange it.
 Connections held for longer than ``recycle_after`` go back to the pool (which applies its own
 ``pool_recycle`` and ``pool_pre_ping``), and `ConnectionSet.close()` gives back the
 rest, restoring the isolation level they had.
@@ -23,27 +28,100 @@ rest, restoring the isolation level they had.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+from sqlalchemy import event
 from sqlalchemy.util import greenlet_spawn
 
 from pausetoken.exceptions import StoreUnavailable
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from sqlalchemy.engine.interfaces import PoolProxiedConnection
     from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.pool import ConnectionPoolEntry
 
     from pausetoken_sqlalchemy._family import EngineFamily
 
-__all__ = ["ConnectionSet", "Held", "PooledConnections", "SharedConnection"]
+__all__ = [
+    "ConnectionSet",
+    "Held",
+    "PooledConnections",
+    "SharedConnection",
+    "store_work",
+    "watch_invalidations",
+]
 
 logger = logging.getLogger("pausetoken.sqlalchemy")
 
 _AUTOCOMMIT: Final = "AUTOCOMMIT"
+
+# The engine family and label of the store whose work runs in this context. The pool
+# announces every invalidation to `_abort_given_up()`; only those the store's own work
+# causes are its business, not those of an application sharing the engine.
+_WORK_OF: ContextVar[tuple[EngineFamily, str] | None] = ContextVar(
+    "pausetoken_store_work", default=None
+)
+
+
+def watch_invalidations(engine: AsyncEngine) -> None:
+    """Have the store's connections that it gave up waiting on closed at once.
+
+    Listens to the pool's ``invalidate`` event (once per engine, however many stores share
+    it); the listener acts only within `store_work()`.
+    """
+    target = engine.sync_engine
+    if not event.contains(target, "invalidate", _abort_given_up):
+        event.listen(target, "invalidate", _abort_given_up)
+
+
+@contextlib.contextmanager
+def store_work(family: EngineFamily, label: str) -> Iterator[None]:
+    """Mark what runs inside as the store's own work, for `watch_invalidations()`.
+
+    A connection the work invalidates after giving up waiting on it (a timeout, a
+    cancellation) is then closed at once, without a graceful close. Wraps what may
+    invalidate a connection (checking one out of the pool, which pings it first; the schema
+    step; an invalidation), not the statements themselves.
+    """
+    token = _WORK_OF.set((family, label))
+    try:
+        yield
+    finally:
+        _WORK_OF.reset(token)
+
+
+def _gave_up_waiting(exc: BaseException | None) -> bool:
+    """Whether ``exc`` says the caller stopped waiting on the server (timeout, cancellation).
+
+    The connection may then be in the middle of a statement on a server that does not
+    answer, and a graceful close would wait on it as long again.
+    """
+    return exc is not None and (isinstance(exc, TimeoutError) or not isinstance(exc, Exception))
+
+
+def _abort_given_up(
+    dbapi_connection: Any, record: ConnectionPoolEntry, exception: BaseException | None
+) -> None:
+    """The pool's ``invalidate`` listener: runs before SQLAlchemy closes the connection."""
+    del dbapi_connection
+    work = _WORK_OF.get()
+    if work is None or not _gave_up_waiting(exception):
+        return
+    family, label = work
+    try:
+        driver = record.driver_connection
+        if driver is not None:
+            family.abort(driver)
+    except Exception as exc:  # noqa: BLE001 - the invalidation closes it anyway, just slower
+        logger.debug("invalidating a connection to %s raised %s", label, type(exc).__name__)
 
 
 @attrs.define(eq=False)
@@ -82,6 +160,7 @@ class ConnectionSet(ABC):
         self._family = family
         self._label = label
         self._closed = False
+        watch_invalidations(engine)
 
     @abstractmethod
     async def acquire(self) -> Held:
@@ -117,7 +196,8 @@ class ConnectionSet(ABC):
 
     async def _checkout(self) -> Held:
         try:
-            raw = await self._engine.raw_connection()
+            with store_work(self._family, self._label):  # the pool's pre-ping may invalidate one
+                raw = await self._engine.raw_connection()
         except Exception as exc:
             msg = f"cannot connect to the token store at {self._label} ({type(exc).__name__})"
             raise StoreUnavailable(msg) from exc
@@ -166,9 +246,9 @@ class ConnectionSet(ABC):
             await self._invalidate(held.raw, exc)
 
     async def _invalidate(self, raw: PoolProxiedConnection, exc: BaseException) -> None:
-        cause = exc if isinstance(exc, Exception) else None
         try:
-            await greenlet_spawn(raw.invalidate, cause)
+            with store_work(self._family, self._label):
+                await greenlet_spawn(raw.invalidate, exc)
         except Exception as close_exc:  # noqa: BLE001 - the connection is gone either way
             logger.debug(
                 "invalidating a connection to %s raised %s",

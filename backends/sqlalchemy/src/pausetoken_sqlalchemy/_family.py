@@ -174,6 +174,14 @@ class EngineFamily(ABC):
     async def ping(self, driver_connection: Any) -> None:
         """Ask the server whether an idle connection still works (raises if not)."""
 
+    def abort(self, driver_connection: Any) -> None:
+        """Close a connection at once, sending nothing and waiting for nothing.
+
+        For a connection the store gave up waiting on (a timeout, a cancellation): the server
+        behind it may never answer, and SQLAlchemy's invalidation first tries a graceful
+        close, which would wait on it beyond the operation's timeout.
+        """
+
     def connection_survives(self, exc: BaseException) -> bool:
         """Whether a connection an operation failed on with ``exc`` may be used again."""
         del exc

@@ -267,6 +267,10 @@ class MySQLFamily(EngineFamily):
         """The protocol's ping; never reconnects (the pool replaces a broken connection)."""
         await driver_connection.ping(reconnect=False)
 
+    def abort(self, driver_connection: Any) -> None:
+        """Close the socket at once (asyncmy's ``close()``), without sending ``COM_QUIT``."""
+        driver_connection.close()
+
     def lock_schema(self, conn: Connection, *, wait: float, label: str) -> None:
         """``GET_LOCK``, waiting whole seconds (the operation's timeout bounds it anyway)."""
         got = conn.execute(

@@ -33,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import mysql
 
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
+from pausetoken_sqlalchemy._connections import store_work
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -203,20 +204,22 @@ class Schema:
             Exception: The driver's error (the caller classifies it).
         """
         self._family.refuse_before_connecting(engine.url, label=self._label)
-        async with engine.connect() as conn:
-            try:
-                auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-                return await auto.run_sync(self.prepare)
-            except PauseTokenError:
-                raise  # decided by this step; the connection is healthy and unlocked
-            except BaseException:
-                # Closing the session releases the schema lock; asking the server to
-                # release it could wait forever on a connection that hangs. (A terminated
-                # aiosqlite connection, which holds no lock, would finish on its thread
-                # after the caller's event loop may be gone.)
-                if self._family.locks_schema:
-                    await conn.invalidate()
-                raise
+        # The pool's pre-ping, or the invalidation below, may give up on a connection.
+        with store_work(self._family, self._label):
+            async with engine.connect() as conn:
+                try:
+                    auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    return await auto.run_sync(self.prepare)
+                except PauseTokenError:
+                    raise  # decided by this step; the connection is healthy and unlocked
+                except BaseException as exc:
+                    # Closing the session releases the schema lock; asking the server to
+                    # release it could wait forever on a connection that hangs. (A
+                    # terminated aiosqlite connection, which holds no lock, would finish on
+                    # its thread after the caller's event loop may be gone.)
+                    if self._family.locks_schema:
+                        await conn.invalidate(exc)
+                    raise
 
     def table_missing_message(self) -> str:
         """Why the store refuses a table its marker says was created: it is gone."""
