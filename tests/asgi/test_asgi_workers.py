@@ -112,34 +112,38 @@ def test_pages_served_by_one_worker_are_answered_through_the_others(
         (tmp_path / f"{module}.py").write_text(_recipe(module), encoding="utf-8")
     (tmp_path / "tagged.py").write_text(TAGGED.replace("{module}", module), encoding="utf-8")
     with _uvicorn(tmp_path) as url, _fresh(url) as client:
+        # The page's anti-forgery value as served by different workers (which worker takes
+        # a connection is the kernel's choice: ask until two have served the page).
+        served: dict[str, str] = {}
+        for _ in range(300):
+            page = client.get("/pauses/approve")
+            csrf = re.search(r'name="pausetoken-csrf" content="([^"]+)"', page.text)
+            assert csrf is not None
+            served.setdefault(page.headers["x-worker"], csrf[1])
+            if len(served) == WORKERS:
+                break
+        assert len(served) >= 2, "one worker served every page"
+        pages = sorted(served.items())
         crossed, results = 0, []
         for n in range(6):
             started = client.post("/refunds", json={"order_id": f"o-{n}"})
             assert started.status_code == 200, started.text
-            page_url, token = started.json()["link"].split("#token=")
-            page = client.get(page_url)
-            csrf = re.search(r'name="pausetoken-csrf" content="([^"]+)"', page.text)
-            assert csrf is not None
-            served_by = page.headers["x-worker"]
-            headers = {CSRF_HEADER: csrf[1], "Origin": url}
-            # Described and answered by whichever workers take them; until another worker
-            # than the page's has taken one, describe again (bounded).
-            for _ in range(30):
-                shown = client.post(
-                    "/pauses/approve/describe", json={"token": token}, headers=headers
-                )
-                assert shown.status_code == 200, shown.text
-                if shown.headers["x-worker"] != served_by:
-                    crossed += 1
-                    break
+            token = started.json()["link"].split("#token=")[1]
+            # Each request carries a value some worker served; whichever takes it answers.
+            served_by, csrf = pages[n % len(pages)]
+            headers = {CSRF_HEADER: csrf, "Origin": url}
+            shown = client.post("/pauses/approve/describe", json={"token": token}, headers=headers)
+            assert shown.status_code == 200, shown.text
+            crossed += shown.headers["x-worker"] != served_by
+            served_by, csrf = pages[(n + 1) % len(pages)]
             answered = client.post(
                 "/pauses/approve/answer",
                 json={"token": token, "answer": {"approved": n % 2 == 0}},
-                headers=headers,
+                headers={CSRF_HEADER: csrf, "Origin": url},
             )
             assert answered.status_code == 200, answered.text
             crossed += answered.headers["x-worker"] != served_by
             results.append(answered.json()["result"]["status"])
 
     assert results == ["refunded", "rejected"] * 3
-    assert crossed >= 6, "the requests never left the worker that served the page"
+    assert crossed >= 3, "the requests never left the worker that served the page"
