@@ -49,12 +49,14 @@ class ToolApproval:
         tool_name: The tool the model called.
         tool_call_id: Pydantic AI's id for the call.
         args: The arguments the tool will receive, as Pydantic AI validated them
-            (``DeferredToolRequests.validated_args``), in their JSON form.
+            (``DeferredToolRequests.validated_args``), in their JSON form: what to show.
+        requested_args: The arguments as the model sent them, from the stored response.
     """
 
     tool_name: str
     tool_call_id: str
     args: dict[str, Any] = attrs.field(factory=dict, repr=False)
+    requested_args: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
 
 def args_digest(args: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn
 
+import attrs
 from pydantic_ai.conversation_store import (
     ConversationRecord,
     ConversationStore,
@@ -23,7 +24,7 @@ from pausetoken.plugins import PendingInterrupt
 if TYPE_CHECKING:
     from pydantic_ai.tools import DeferredToolRequests
 
-__all__ = ["ConversationCheckpoints", "approval_value"]
+__all__ = ["ConversationCheckpoints", "Paused", "approval_value"]
 
 # Claims are at most 512 characters long.
 _MAX_NAMESPACE: Final = 512
@@ -32,20 +33,48 @@ _MAX_NAMESPACE: Final = 512
 _MAX_WALK: Final = 64
 
 
-def approval_value(requests: DeferredToolRequests, tool_call_id: str) -> dict[str, Any]:
+@attrs.frozen
+class Paused:
+    """A conversation paused for deferred tool calls, as its store holds it.
+
+    Attributes:
+        record: The conversation's record (with the ``DeferredToolRequests``).
+        response_id: The stored entry of the model response that made the calls.
+        response: That response: the calls as the resumed run will read them.
+    """
+
+    record: ConversationRecord = attrs.field(repr=False)
+    response_id: str
+    response: ModelResponse = attrs.field(repr=False)
+
+    @property
+    def requests(self) -> DeferredToolRequests:
+        """The tool calls the conversation waits on."""
+        requests = self.record.deferred_tool_requests
+        assert requests is not None  # noqa: S101 - paused() returns only records that wait
+        return requests
+
+
+def approval_value(paused: Paused, tool_call_id: str) -> dict[str, Any]:
     """The payload a token binds for one approval of a paused run, as JSON data.
 
-    The tool's name, the call's id and the arguments the tool will receive
-    (``validated_args``), which is what the approver must see.
+    The tool's name, the call's id, the arguments the tool will receive
+    (``validated_args``, what the approver must see) and the arguments the model sent as
+    the stored response holds them (what the resumed run validates again), so a change to
+    either after minting is refused before anything is claimed.
 
     Raises:
-        StaleToken: the requests hold no approval with this id (it was answered).
+        StaleToken: the conversation holds no approval with this id (it was answered).
         UnsupportedPayload: Pydantic AI recorded no validated arguments for the call
             (a run that ended in ``run_stream()`` does not validate deferred calls).
     """
-    call = next((c for c in requests.approvals if c.tool_call_id == tool_call_id), None)
-    if call is None:
+    requests = paused.requests
+    if not any(c.tool_call_id == tool_call_id for c in requests.approvals):
         msg = "the tool call no longer waits for approval"
+        raise StaleToken(msg)
+    call = next((c for c in paused.response.tool_calls if c.tool_call_id == tool_call_id), None)
+    if call is None:
+        msg = "the paused response has no tool call with this id"
         raise StaleToken(msg)
     args = requests.validated_args.get(tool_call_id)
     if args is None:
@@ -54,7 +83,12 @@ def approval_value(requests: DeferredToolRequests, tool_call_id: str) -> dict[st
             "not validate deferred calls): run the agent with run() or iter()"
         )
         raise UnsupportedPayload(msg)
-    return {"tool_name": call.tool_name, "tool_call_id": tool_call_id, "args": dict(args)}
+    return {
+        "tool_name": call.tool_name,
+        "tool_call_id": tool_call_id,
+        "args": dict(args),
+        "requested_args": call.args_as_dict(),
+    }
 
 
 class ConversationCheckpoints:
@@ -124,8 +158,8 @@ class ConversationCheckpoints:
         )
         raise ConfigurationError(msg)
 
-    async def paused(self, conversation_id: str) -> tuple[ConversationRecord, str]:
-        """The record of a paused conversation and the entry id of the response it paused at.
+    async def paused(self, conversation_id: str) -> Paused:
+        """The paused conversation: its record and the response it paused at.
 
         Raises:
             CheckpointNotFound: the (persistent) store does not know the conversation.
@@ -144,7 +178,7 @@ class ConversationCheckpoints:
                 break
             entry = await self.store.read_entry(entry_id)
             if isinstance(entry.message, ModelResponse):
-                return record, entry.id
+                return Paused(record, entry.id, entry.message)
             entry_id = entry.parent_id
         msg = "the conversation's history does not end at a paused model response"
         raise StaleToken(msg)
@@ -190,11 +224,12 @@ class ConversationCheckpoints:
         if interrupt_id is None:
             msg = "a deferred tool approval is bound to its tool call id: pass it"
             raise ConfigurationError(msg)
-        record, response_id = await self.paused(thread_id)
-        if checkpoint_id is not None and checkpoint_id != response_id:
+        paused = await self.paused(thread_id)
+        if checkpoint_id is not None and checkpoint_id != paused.response_id:
             msg = "the conversation has moved on from the given response"
             raise StaleToken(msg)
-        return self._pending_in(record, thread_id, response_id, interrupt_id)
+        value = approval_value(paused, interrupt_id)
+        return PendingInterrupt(thread_id, paused.response_id, interrupt_id, value)
 
     async def pending(
         self, *, thread_id: str, checkpoint_id: str, interrupt_id: str
@@ -205,22 +240,12 @@ class ConversationCheckpoints:
             CheckpointNotFound, CheckpointLost: the conversation is unknown.
             StaleToken: the conversation moved on, or the call was answered.
         """
-        record, response_id = await self.paused(thread_id)
-        if response_id != checkpoint_id:
+        paused = await self.paused(thread_id)
+        if paused.response_id != checkpoint_id:
             msg = "the conversation has moved on to another model response"
             raise StaleToken(msg)
-        return self._pending_in(record, thread_id, response_id, interrupt_id)
-
-    @staticmethod
-    def _pending_in(
-        record: ConversationRecord, thread_id: str, response_id: str, tool_call_id: str
-    ) -> PendingInterrupt:
-        requests = record.deferred_tool_requests
-        if requests is None:  # paused() returns only records that wait
-            msg = "the conversation does not wait on deferred tool calls"
-            raise StaleToken(msg)
-        value = approval_value(requests, tool_call_id)
-        return PendingInterrupt(thread_id, response_id, tool_call_id, value)
+        value = approval_value(paused, interrupt_id)
+        return PendingInterrupt(thread_id, checkpoint_id, interrupt_id, value)
 
     async def aclose(self) -> None:
         """Nothing to release: the conversation store belongs to the application."""

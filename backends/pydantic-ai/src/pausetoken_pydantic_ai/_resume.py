@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,6 @@ from pydantic_ai.toolsets import FunctionToolset
 from pausetoken.exceptions import (
     ConfigurationError,
     InvalidResponse,
-    PayloadMismatch,
     RedemptionInProgress,
     StaleToken,
 )
@@ -114,12 +112,10 @@ async def mint_approvals(
         UnknownInterrupt: ``TOOL_APPROVAL`` is not registered on the service.
     """
     reader = _reader_for(service)
-    record, response_id = await reader.paused(conversation_id)
-    requests = record.deferred_tool_requests
-    assert requests is not None  # noqa: S101 - paused() returns only records that wait
+    paused = await reader.paused(conversation_id)
     events: list[InterruptEvent[ToolApproval]] = []
-    for call in requests.approvals:
-        value = approval_value(requests, call.tool_call_id)
+    for call in paused.requests.approvals:
+        value = approval_value(paused, call.tool_call_id)
         events.append(
             await service.mint(
                 TOOL_APPROVAL,
@@ -128,7 +124,7 @@ async def mint_approvals(
                 thread_id=conversation_id,
                 run_id=run_id or conversation_id,
                 interrupt_id=call.tool_call_id,
-                checkpoint_id=response_id,
+                checkpoint_id=paused.response_id,
                 tool_call_id=call.tool_call_id,
                 ttl=ttl,
                 principal=principal,
@@ -171,16 +167,15 @@ async def resume(
     1. every token verifies and names the same pause, and every approval is answered
        (before anything is claimed);
     2. each token is redeemed (signature, scope, principal, the decision's shape, an edit's
-       arguments against the tool's own schema, the call still waiting, the stored
-       arguments unchanged) and claimed;
+       arguments against the tool's own schema, the call still waiting, the validated and
+       the requested arguments in the stored conversation unchanged) and claimed;
     3. the conversation is loaded and saved unchanged (its revision fences off another
        worker resuming it at the same time), then read again: it must still wait at this
        pause, so a worker taking over a claim whose commit went unconfirmed stops here;
-    4. the calls in the history must validate to the approved arguments;
-    5. the agent runs with ``DeferredToolResults`` and an
+    4. the agent runs with ``DeferredToolResults`` and an
        [`ApprovedArgs`][pausetoken_pydantic_ai.ApprovedArgs] capability that re-checks each
        approved call's arguments right before its tool runs;
-    6. the result is saved to the store, then every claim is committed. If anything raises
+    5. the result is saved to the store, then every claim is committed. If anything raises
        before, the claims are released and the error propagates.
 
     A retry of answers already committed does not run the agent: ``replayed=True``.
@@ -238,9 +233,8 @@ async def resume(
         if any(r.replayed for r in redeemed):
             msg = "some of these approvals were already answered; the run has moved on"
             raise StaleToken(msg)
-        conversation, requests = await _fenced(reader, thread_id, checkpoint_id, ids)
-        results, approved, as_asked = _results(redeemed)
-        _check_history(requests, validators, approved, as_asked)
+        conversation = await _fenced(reader, thread_id, checkpoint_id, ids)
+        results, approved = _results(redeemed)
         run = agent.run(
             conversation=conversation,
             deferred_tool_results=results,
@@ -294,12 +288,11 @@ async def _one_whole_pause(
         raise InvalidResponse(msg, field="$")
     thread_id, checkpoint_id = pauses.pop()
     try:
-        record, _ = await reader.paused(thread_id)
+        requests = (await reader.paused(thread_id)).requests
     except StaleToken:
         # A retry after the run moved on: redeem() answers it (replay) or refuses it.
         return thread_id, checkpoint_id, ids
-    requests = record.deferred_tool_requests
-    missing = 0 if requests is None else len({c.tool_call_id for c in requests.approvals} - ids)
+    missing = len({c.tool_call_id for c in requests.approvals} - ids)
     if missing:
         msg = f"every approval of the pause needs an answer: {missing} missing"
         raise InvalidResponse(msg, field="$")
@@ -308,7 +301,7 @@ async def _one_whole_pause(
 
 async def _fenced(
     reader: ConversationCheckpoints, thread_id: str, checkpoint_id: str, ids: set[str]
-) -> tuple[Conversation, DeferredToolRequests]:
+) -> Conversation:
     """After the claims: load the conversation and fence it off, still at the pause.
 
     Saving the loaded conversation unchanged advances its revision, or fails if another
@@ -331,31 +324,27 @@ async def _fenced(
     except ConversationConflict as exc:
         msg = "another worker is resuming this conversation"
         raise RedemptionInProgress(msg) from exc
-    record, response_id = await reader.paused(thread_id)
-    requests = record.deferred_tool_requests
+    paused = await reader.paused(thread_id)
     if (
-        requests is None
-        or record.revision != conversation.revision
-        or response_id != checkpoint_id
-        or {call.tool_call_id for call in requests.approvals} != ids
+        paused.record.revision != conversation.revision
+        or paused.response_id != checkpoint_id
+        or {call.tool_call_id for call in paused.requests.approvals} != ids
     ):
         msg = "the conversation moved on before it could be resumed"
         raise StaleToken(msg)
-    return conversation, requests
+    return conversation
 
 
 def _results(
     redeemed: Sequence[Redemption[ToolApproval, dict[str, Any]]],
-) -> tuple[DeferredToolResults, dict[str, tuple[str, str]], set[str]]:
+) -> tuple[DeferredToolResults, dict[str, tuple[str, str]]]:
     """The results to resume with, and what each approval approved.
 
     Returns:
-        The ``DeferredToolResults``; per approved call its tool name and argument digest;
-        the calls approved with the arguments they were asked with (not edited).
+        The ``DeferredToolResults``, and per approved call its tool name and argument digest.
     """
     results = DeferredToolResults()
     approved: dict[str, tuple[str, str]] = {}
-    as_asked: set[str] = set()
     for redemption in redeemed:
         payload, decision = redemption.payload, redemption.response
         assert payload is not None  # noqa: S101 - a fresh redemption carries its payload
@@ -372,38 +361,8 @@ def _results(
         else:
             digest = args_digest(payload.args)
             results.approvals[call_id] = ToolApproved()
-            as_asked.add(call_id)
         approved[call_id] = (payload.tool_name, digest)
         results.metadata[call_id] = {
             MARKER: {"tool_name": payload.tool_name, "args_digest": digest}
         }
-    return results, approved, as_asked
-
-
-def _check_history(
-    requests: DeferredToolRequests,
-    validators: Mapping[str, Any],
-    approved: Mapping[str, tuple[str, str]],
-    as_asked: set[str],
-) -> None:
-    """Before anything runs: the calls approved as asked validate to the approved arguments.
-
-    The run takes such a call's arguments from the message history, which may have been
-    changed after the approver saw them (an edit's arguments replace them instead).
-
-    Raises:
-        PayloadMismatch: a call's arguments in the history are not the approved ones.
-    """
-    for call in requests.approvals:
-        validator = validators.get(call.tool_name)
-        if call.tool_call_id not in as_asked or validator is None:
-            continue
-        try:
-            args = validator.validate_python(call.args_as_dict())
-        except ValueError:
-            args = None
-        if args is None or not hmac.compare_digest(
-            args_digest(args), approved[call.tool_call_id][1]
-        ):
-            msg = "the call's arguments in the history are not the approved ones"
-            raise PayloadMismatch(msg)
+    return results, approved
