@@ -145,7 +145,7 @@ class ConversationCheckpoints:
         )
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> NoReturn:
+    def from_url(cls, url: str, /, **options: Any) -> NoReturn:
         """Refuse to be built from settings: the reader needs the application's store.
 
         Raises:
