@@ -36,6 +36,8 @@ class FakeModel(Model):
     def __init__(self, arguments: dict[str, Any] | None = None, *, calls: int = 1) -> None:
         self.arguments = REFUND_ARGUMENTS if arguments is None else arguments
         self.calls = calls
+        #: How many of the next calls that see a tool's output fail (a provider outage).
+        self.fail_after_output = 0
 
     async def get_response(  # noqa: PLR0917 - the SDK's Model signature
         self,
@@ -57,6 +59,10 @@ class FakeModel(Model):
             for item in items
             if isinstance(item, dict) and item.get("type") == "function_call_output"
         ]
+        if outputs and self.fail_after_output:
+            self.fail_after_output -= 1
+            msg = "model provider unavailable"
+            raise RuntimeError(msg)
         if len(outputs) >= self.calls:
             text = "; ".join(str(item.get("output")) for item in outputs)
             return ModelResponse(output=[assistant_message(text)], usage=Usage(), response_id=None)

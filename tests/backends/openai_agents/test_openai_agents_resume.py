@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
-from agents import Runner
+from agents import RunHooks, Runner
 from openai_agents_support import (
     ACME,
     GLOBEX,
@@ -368,3 +368,62 @@ async def test_a_run_id_is_stored_once(
     result = await Runner.run(agent, "refund order A-1001")
     with pytest.raises(ConfigurationError):
         await mint_pending(tokens, run, scope=ACME, result=result)
+
+
+async def test_a_run_failing_after_the_tool_ran_uses_the_approval_up(
+    make_tokens: Callable[..., PauseTokens], refunds: Refunds
+) -> None:
+    model = FakeModel()
+    agent = refund_agent(refunds, model)
+    tokens = make_tokens(agent)
+    event = await paused(tokens, agent, run_id())
+    model.fail_after_output = 1
+    with pytest.raises(RuntimeError, match="model provider unavailable"):
+        await resume(tokens, event.token, Decision(approve=True), scope=ACME)
+    assert refunds.done == [REFUND_ARGUMENTS]
+    again = await resume(tokens, event.token, Decision(approve=True), scope=ACME)
+    assert again.replayed
+    with pytest.raises(AlreadyRedeemed):
+        await resume(tokens, event.token, Decision(approve=False), scope=ACME)
+    assert refunds.done == [REFUND_ARGUMENTS]
+
+
+async def test_a_run_failing_before_any_tool_ran_leaves_the_decision_to_send_again(
+    make_tokens: Callable[..., PauseTokens], states: SQLRunStates, refunds: Refunds
+) -> None:
+    model = FakeModel()
+    agent = refund_agent(refunds, model)
+    tokens = make_tokens(agent)
+    run = run_id()
+    event = await paused(tokens, agent, run)
+    stored = await states.load(run)
+    model.fail_after_output = 1  # the model fails on the rejection's output
+    with pytest.raises(RuntimeError, match="model provider unavailable"):
+        await resume(tokens, event.token, Decision(approve=False, message="no"), scope=ACME)
+    assert await states.load(run) == stored
+    done = await resume(tokens, event.token, Decision(approve=False, message="no"), scope=ACME)
+    assert not done.replayed
+    assert done.output == "no"
+    assert refunds.done == []
+
+
+async def test_the_applications_run_hooks_still_see_the_run(
+    make_tokens: Callable[..., PauseTokens], refunds: Refunds
+) -> None:
+    seen: list[str] = []
+
+    class Hooks(RunHooks[Any]):
+        async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
+            seen.append(f"start:{tool.name}")
+
+        async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: object) -> None:
+            seen.append(f"end:{tool.name}")
+
+        async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+            seen.append("llm")
+
+    agent = refund_agent(refunds)
+    tokens = make_tokens(agent)
+    event = await paused(tokens, agent, run_id())
+    await resume(tokens, event.token, Decision(approve=True), scope=ACME, hooks=Hooks())
+    assert seen == ["start:refund", "end:refund", "llm"]

@@ -7,12 +7,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from agents import Runner
+from agents import RunHooks, Runner
 
 from pausetoken import hash_payload
 from pausetoken.exceptions import (
     ConfigurationError,
     LeaseLost,
+    PauseTokenError,
     PayloadMismatch,
     StaleToken,
 )
@@ -31,9 +32,19 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from datetime import timedelta
 
-    from agents import RunConfig, RunHooks, RunResult
+    from agents import (
+        Agent,
+        ModelResponse,
+        RunConfig,
+        RunResult,
+        RunState,
+        Tool,
+        ToolApprovalItem,
+        TResponseInputItem,
+    )
+    from agents.run_context import AgentHookContext, RunContextWrapper
 
-    from pausetoken import InterruptEvent, PauseTokens, Scope
+    from pausetoken import Claims, InterruptEvent, PauseTokens, Scope
 
 __all__ = ["Resumed", "mint_pending", "resume"]
 
@@ -60,6 +71,97 @@ class Resumed:
     def __repr__(self) -> str:
         calls = ", ".join(repr(call.call_id) for call in self.approvals)
         return f"Resumed(replayed={self.replayed}, approvals=[{calls}])"
+
+
+class _Watch(RunHooks[Any]):
+    """The application's run hooks, noting whether the approved call's tool started."""
+
+    def __init__(self, call_id: str, inner: RunHooks[Any] | None) -> None:
+        self.call_id = call_id
+        self.inner = inner
+        self.started = False
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_start(context, agent)
+
+    async def on_agent_end(
+        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_end(context, agent, output)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(context, from_agent, to_agent)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        # A tool whose context names no call could be the approved one: counted as it.
+        if getattr(context, "tool_call_id", self.call_id) == self.call_id:
+            self.started = True
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
+
+
+async def _waiting(reader: AgentRunCheckpoints, run_id: str, context: Any) -> tuple[ToolCall, ...]:
+    """The calls a run waits at now, without their arguments (for a retry's result)."""
+    now = await reader.states.load(run_id)
+    if now is None:
+        return ()
+    state = await reader.restore_text(now, context=context)
+    return tuple(
+        attrs.evolve(tool_call(item), arguments=None, arguments_sha256="")
+        for item in state.get_interruptions()
+    )
+
+
+def _approved_item(
+    text: str, state: RunState[Any, Any], claims: Claims, approved: ToolCall | None
+) -> ToolApprovalItem:
+    """Under the claim, the state read again: what is applied is what was approved.
+
+    Raises:
+        StaleToken: the run moved on, or the call no longer awaits approval.
+        PayloadMismatch: the call's tool or argument text is not the approved one.
+    """
+    if not hmac.compare_digest(state_digest(text), claims.checkpoint_id):
+        msg = "the run moved on while the decision was being checked"
+        raise StaleToken(msg)
+    item = find_approval(state, claims.interrupt_id)
+    if item is None or approved is None:
+        msg = "the tool call no longer awaits approval"
+        raise StaleToken(msg)
+    if item.name != approved.tool_name or not hmac.compare_digest(
+        hash_payload(item.arguments or ""), approved.arguments_sha256
+    ):
+        raise PayloadMismatch
+    return item
 
 
 def _reader_for(service: PauseTokens) -> AgentRunCheckpoints:
@@ -164,8 +266,11 @@ async def resume(
     every other token of the old state stale, so a takeover after ``CommitUnconfirmed``
     is refused instead of running the tool again.
 
-    When ``Runner.run`` raises, the claim is released, the stored state is unchanged and
-    the error propagates: the same decision can be sent again.
+    When ``Runner.run`` raises before the approved tool started, the claim is released,
+    the stored state is unchanged and the error propagates: the same decision can be sent
+    again. When it raises after the tool started, the approval is used up (the claim is
+    committed) and the error propagates, so that no retry runs the tool twice; the stored
+    state, which the SDK does not return for a failed run, still shows the call pending.
 
     Args:
         service: The service; its reader must be an
@@ -177,7 +282,8 @@ async def resume(
         principal: Who answers; required when the token is bound to a principal.
         context: The run context, when it does not restore from the state as a mapping.
         run_config: Passed to ``Runner.run``.
-        hooks: Passed to ``Runner.run``.
+        hooks: The application's run hooks; ``Runner.run`` gets them wrapped in hooks that
+            note whether the approved tool started.
 
     Returns:
         The run's output, whether this was a retry, and the approvals it waits at now.
@@ -192,7 +298,8 @@ async def resume(
         LeaseLost: the claim or the stored state was taken over while the run resumed.
         CommitUnconfirmed: the run resumed and its state was saved, but the commit could
             not be confirmed (any later attempt is refused as stale).
-        Exception: whatever ``Runner.run`` raised (the claim is released).
+        Exception: whatever ``Runner.run`` raised (the claim is released, or committed if
+            the approved tool had started).
     """
     reader = _reader_for(service)
     async with service.redeem(
@@ -205,29 +312,9 @@ async def resume(
                 "idempotent retry: decision not applied again",
                 extra={"jti": fingerprint(claims.jti)},
             )
-            now = await reader.states.load(run_id)
-            waiting: tuple[ToolCall, ...] = ()
-            if now is not None:
-                state = await reader.restore_text(now, context=context)
-                waiting = tuple(
-                    attrs.evolve(tool_call(item), arguments=None, arguments_sha256="")
-                    for item in state.get_interruptions()
-                )
-            return Resumed(None, replayed=True, approvals=waiting)
+            return Resumed(None, replayed=True, approvals=await _waiting(reader, run_id, context))
         text, state = await reader.restore(run_id, context=context)
-        # Checked again under the claim: what is applied is what was approved.
-        if not hmac.compare_digest(state_digest(text), claims.checkpoint_id):
-            msg = "the run moved on while the decision was being checked"
-            raise StaleToken(msg)
-        item = find_approval(state, claims.interrupt_id)
-        approved = redemption.payload
-        if item is None or approved is None:
-            msg = "the tool call no longer awaits approval"
-            raise StaleToken(msg)
-        if item.name != approved.tool_name or not hmac.compare_digest(
-            hash_payload(item.arguments or ""), approved.arguments_sha256
-        ):
-            raise PayloadMismatch
+        item = _approved_item(text, state, claims, redemption.payload)
         answer = redemption.response
         if answer.approve:
             state.approve(item)
@@ -235,13 +322,31 @@ async def resume(
             state.reject(item, rejection_message=answer.message)
         lease = redemption.lease
         assert lease is not None  # noqa: S101 - a fresh redemption always holds a claim
-        result = await lease.run(
-            Runner.run(reader.agent, state, run_config=run_config, hooks=hooks)
-        )
-        moved_on = result.to_state().to_string()
-        if not await reader.states.save(run_id, moved_on, replaces=claims.checkpoint_id):
-            msg = "another worker stored a new state for this run while it resumed"
-            raise LeaseLost(msg)
-        calls = tuple(tool_call(item) for item in result.interruptions)
+        watch = _Watch(claims.interrupt_id, hooks)
+        failed: Exception | None = None
+        try:
+            result = await lease.run(
+                Runner.run(reader.agent, state, run_config=run_config, hooks=watch)
+            )
+        except PauseTokenError:
+            raise
+        except Exception as exc:
+            if not watch.started:
+                raise  # no tool ran: the claim is released, the decision can be sent again
+            # The approved tool ran before the run failed: the approval is used up (the claim
+            # is committed), so that no retry runs the tool again.
+            logger.warning(
+                "the run failed after the approved tool ran; the approval is used",
+                extra={"jti": fingerprint(claims.jti), "error": type(exc).__name__},
+            )
+            failed = exc
+        else:
+            moved_on = result.to_state().to_string()
+            if not await reader.states.save(run_id, moved_on, replaces=claims.checkpoint_id):
+                msg = "another worker stored a new state for this run while it resumed"
+                raise LeaseLost(msg)
+            calls = tuple(tool_call(item) for item in result.interruptions)
+    if failed is not None:
+        raise failed
     output = None if calls else result.final_output
     return Resumed(output, replayed=False, approvals=calls)
