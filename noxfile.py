@@ -133,6 +133,27 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         ["tests/backends/mongo"],
         None,
     ),
+    # Pydantic AI's conversation stores in memory; the token store on SQLite, and on
+    # PostgreSQL when PAUSETOKEN_TEST_POSTGRESQL_URL is set (those cases fail on CI without it).
+    "pydantic-ai": (
+        [
+            "./sdk[testing,cli]",
+            "./backends/sqlalchemy[sqlite,postgresql]",
+            "./backends/pydantic-ai",
+        ],
+        ["tests/backends/pydantic_ai"],
+        None,
+    ),
+    # The token store and the run states on SQLite, and on PostgreSQL as above.
+    "openai-agents": (
+        [
+            "./sdk[testing,cli]",
+            "./backends/sqlalchemy[sqlite,postgresql]",
+            "./backends/openai-agents[sqlite,postgresql]",
+        ],
+        ["tests/backends/openai_agents"],
+        None,
+    ),
     # The HTTP router (in-process, behind uvicorn, fuzzed), the approval page in Debian's
     # Chromium, `pausetoken demo --serve` and the HTTP pages' code blocks.
     "http": (

@@ -55,7 +55,12 @@ BACKEND_PAGES: Final = frozenset(
 HTTP_PAGES: Final = frozenset({"docs/http.md", "docs/approval-page.md"})
 
 #: Each example and whether it needs the backends.
-EXAMPLES: Final = {"examples/quickstart.py": False, "examples/langgraph_approval.py": True}
+EXAMPLES: Final = {
+    "examples/quickstart.py": False,
+    "examples/langgraph_approval.py": True,
+    "examples/pydantic_ai_approval.py": True,
+    "examples/openai_agents_approval.py": True,
+}
 
 _REDEMPTION_PRELUDE: Final = """
 import asyncio

@@ -561,7 +561,7 @@ async def test_the_pages_requests_must_come_from_the_page(
 
 async def test_a_value_from_another_router_or_past_its_lifetime_is_refused(app: App) -> None:
     token = await app.mint()
-    other = app.router()
+    other = app.router(page_secret=bytes(range(32)))  # a router with a secret of its own
     transport = httpx.ASGITransport(app=other)
     async with httpx.AsyncClient(transport=transport, base_url=BASE, headers=AUTH) as client:
         foreign = await page_csrf(client)
