@@ -1222,7 +1222,8 @@ def test_bench_quick_of_this_checkout_works_from_the_cli_extra_alone(tmp_path: P
     page = root / "docs" / "benchmarks.md"
     before = page.read_bytes()
     done = subprocess.run(
-        [sys.executable, "-m", "pausetoken", "bench", "--quick"],
+        # --dir: an installed (not editable) pausetoken finds no checkout of its own.
+        [sys.executable, "-m", "pausetoken", "bench", "--quick", "--dir", str(root / "benchmarks")],
         capture_output=True,
         text=True,
         env=env,
