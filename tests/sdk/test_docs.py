@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 from pausetoken import Claims, MemoryStoreWarning, Settings, exceptions
+from pausetoken import _install as install_module
 from pausetoken._cli import COMMANDS
 from pausetoken._settings import ENV_PREFIX
 
@@ -385,3 +386,27 @@ def test_the_benchmark_page_covers_every_benchmark_script() -> None:
     assert scripts == run
     assert {Path(command[0]).name for command in report.commands()} == scripts
     assert all(run["results"] for run in data["runs"])
+
+
+def test_every_backend_has_a_core_extra_and_install_hints_from_a_checkout() -> None:
+    # `pip install "pausetoken[x]"` pulls in each backend; until they are published the
+    # hints (errors, CLI, docs) name the backend's directory instead, so both lists must
+    # know every backend of the workspace.
+    extras = tomllib.loads((ROOT / "sdk" / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    pulled = {
+        name: requirement
+        for name, (requirement, *others) in extras.items()
+        if requirement.startswith("pausetoken-") and not others
+    }
+    backends = {name for name in DISTRIBUTIONS if name.startswith("pausetoken-")}
+    assert backends - {req.split("[")[0].split("=")[0] for req in pulled.values()} == set()
+    assert {
+        dist: f"./{path}" for dist, path in DISTRIBUTIONS.items()
+    } == install_module._CHECKOUT_PATHS
+    hinted = {
+        name: f"{dist}[{extra}]" if extra else dist
+        for name, (dist, extra) in install_module._BACKEND_EXTRAS.items()
+    }
+    assert hinted == {name: req.split("=")[0] for name, req in pulled.items()}

@@ -21,6 +21,8 @@ _CHECKOUT_PATHS: Final = {
     "pausetoken-langgraph": "./backends/langgraph",
     "pausetoken-redis": "./backends/redis",
     "pausetoken-mongo": "./backends/mongo",
+    "pausetoken-pydantic-ai": "./backends/pydantic-ai",
+    "pausetoken-openai-agents": "./backends/openai-agents",
 }
 # Core extras that only pull in a backend distribution: from a checkout, name the backend.
 _BACKEND_EXTRAS: Final = {
@@ -31,6 +33,8 @@ _BACKEND_EXTRAS: Final = {
     "langgraph": ("pausetoken-langgraph", ""),
     "redis": ("pausetoken-redis", ""),
     "mongo": ("pausetoken-mongo", ""),
+    "pydantic-ai": ("pausetoken-pydantic-ai", ""),
+    "openai-agents": ("pausetoken-openai-agents", ""),
 }
 
 
