@@ -12,7 +12,9 @@ keys, scopes,
 * `TokenStoreMachine` and `check_store_state_machine()`, a stateful model of the
   store state machine that drives any store with the lease ids it issued and compares every
   answer and record;
-* `race_processes()`, several OS processes claiming the same pauses through a store URL.
+* `race_processes()`, several OS processes claiming the same pauses through a store URL;
+* `ReaderConformance` and `PausedRun`, the same for checkpoint readers: subclass it and
+  override the fixture ``reader`` and the methods ``pause()`` and ``move_on()``.
 
 Examples:
     ```python
@@ -51,9 +53,12 @@ except ImportError as exc:  # pragma: no cover - exercised in a test with the im
     raise ImportError(_msg, name=exc.name) from exc
 
 # Before importing them, so that their asserts explain themselves when they fail.
-pytest.register_assert_rewrite("pausetoken.testing._stateful", "pausetoken.testing._stores")
+pytest.register_assert_rewrite(
+    "pausetoken.testing._readers", "pausetoken.testing._stateful", "pausetoken.testing._stores"
+)
 
 from pausetoken._race import race_processes  # noqa: E402
+from pausetoken.testing._readers import PausedRun, ReaderConformance  # noqa: E402
 from pausetoken.testing._stateful import (  # noqa: E402
     REQUIRED_VISITS,
     TokenStoreMachine,
@@ -63,6 +68,8 @@ from pausetoken.testing._stores import StoreConformance, StoreFactory  # noqa: E
 
 __all__ = [
     "REQUIRED_VISITS",
+    "PausedRun",
+    "ReaderConformance",
     "StoreConformance",
     "StoreFactory",
     "TokenStoreMachine",
