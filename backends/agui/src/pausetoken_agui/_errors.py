@@ -1,0 +1,73 @@
+"""The adapter's own refusal, and every pausetoken error as an AG-UI ``RunErrorEvent``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from ag_ui.core import RunErrorEvent
+
+from pausetoken.exceptions import (
+    InvalidResponse,
+    InvalidToken,
+    PauseTokenError,
+    RedemptionInProgress,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["METADATA_KEY", "ProofRefused", "run_error"]
+
+#: The key of pausetoken's member in AG-UI metadata objects (``Interrupt.metadata``,
+#: ``ResumeEntry.metadata``, ``RunErrorEvent.metadata``, ``RunFinishedEvent.metadata``).
+#: AG-UI reserves ``"ag-ui"`` for itself; every other key is the application's.
+METADATA_KEY: Final = "pausetoken"
+
+
+class ProofRefused(InvalidToken):
+    """A resume entry's proof does not belong to it: missing, or minted for another entry.
+
+    An `InvalidToken` (401), so code that handles forged tokens handles these too. Raised
+    before anything is claimed.
+    """
+
+    default_code = "agui_proof_missing"
+    codes: ClassVar[Mapping[str, str]] = {
+        "agui_proof_missing": ('A resume entry has no token in metadata["pausetoken"]["token"].'),
+        "agui_interrupt_mismatch": (
+            "A resume entry's token was minted for another interrupt than its interruptId."
+        ),
+        "agui_thread_mismatch": (
+            "A resume entry's token was minted for another thread than the run's threadId."
+        ),
+    }
+    action: ClassVar[str] = (
+        'Answer 401: send each interrupt\'s metadata["pausetoken"] back unchanged in the '
+        "resume entry that answers it, on the same thread."
+    )
+    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    default_detail = "The resume entry carries no pausetoken proof."
+    title = "Resume entry refused"
+
+
+def run_error(error: PauseTokenError) -> RunErrorEvent:
+    """The ``RunErrorEvent`` that ends a run refused by pausetoken.
+
+    ``message`` is the error's ``detail`` and ``code`` its stable code; ``metadata``
+    holds the HTTP status a server would answer with and, where the error has them, the
+    offending field of the answer (``InvalidResponse.field``) and the seconds to wait
+    before retrying (``RedemptionInProgress.retry_after``). pausetoken's details never
+    contain a token, a payload or an answer, so neither does the event.
+
+    Examples:
+        >>> from pausetoken.exceptions import ScopeMismatch
+        >>> event = run_error(ScopeMismatch())
+        >>> event.code, event.metadata
+        ('scope_mismatch', {'pausetoken': {'status': 403}})
+    """
+    details: dict[str, Any] = {"status": error.http_status}
+    if isinstance(error, InvalidResponse) and error.field is not None:
+        details["field"] = error.field
+    if isinstance(error, RedemptionInProgress) and error.retry_after is not None:
+        details["retryAfter"] = error.retry_after
+    return RunErrorEvent(message=error.detail, code=error.code, metadata={METADATA_KEY: details})
