@@ -30,17 +30,20 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TokenStore]:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        url = f"sqlite+aiosqlite:///{tmp_path / 'tokens.db'}"
-    else:
-        found = servers.variable("POSTGRESQL_URL")
-        if found is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail("PAUSETOKEN_TEST_POSTGRESQL_URL is required in CI")
-            pytest.skip("PAUSETOKEN_TEST_POSTGRESQL_URL is not set")
-        url = found
-    opened = open_store(url)
+        return f"sqlite+aiosqlite:///{tmp_path / 'tokens.db'}"
+    found = servers.variable("POSTGRESQL_URL")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("PAUSETOKEN_TEST_POSTGRESQL_URL is required in CI")
+        pytest.skip("PAUSETOKEN_TEST_POSTGRESQL_URL is not set")
+    return found
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[TokenStore]:
+    opened = open_store(store_url)
     try:
         yield opened
     finally:
