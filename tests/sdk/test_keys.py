@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pausetoken import JoseSigner, KeyRing, SealedSigner, _keys
+from pausetoken._cli import main
 from pausetoken._keys import KID_PATTERN, check_secret
 from pausetoken.exceptions import ConfigurationError, InvalidToken
 
@@ -131,9 +132,23 @@ def test_keygen_style_sealed_keys_are_accepted(seed: int, form: str) -> None:
 
 
 @pytest.mark.parametrize("alg", ["HS256", "dir"])
-def test_generated_and_keygen_keys_always_load_again(alg: str) -> None:
-    for _ in range(200):
-        KeyRing.from_jwks(json.dumps(KeyRing.generate(alg).to_jwks()))
+def test_generated_and_keygen_keys_always_load_again(alg: str, tmp_path: Path) -> None:
+    # Each loaded ring is the same key: it verifies what the original signed, and the
+    # original verifies what it signs. Key files come from `pausetoken keygen` too.
+    signer_type = SealedSigner if alg == "dir" else JoseSigner
+    claims = {"sub": "s", "exp": 2_000_000_000}
+    rings = [KeyRing.generate(alg) for _ in range(100)]
+    for number in range(100):
+        path = tmp_path / f"keys-{number}.json"
+        assert main(["keygen", "--alg", alg, "-o", str(path)]) == 0
+        rings.append(KeyRing.from_file(path))
+    for ring in rings:
+        loaded = KeyRing.from_jwks(json.dumps(ring.to_jwks()))
+        assert loaded.kids == ring.kids
+        assert loaded.active_algorithm == alg
+        original, again = signer_type(ring), signer_type(loaded)
+        assert again.verify(original.sign(claims), now=1_900_000_000) == claims
+        assert original.verify(again.sign(claims), now=1_900_000_000) == claims
 
 
 # -- key hygiene: text keys, sequences, entropy -------------------------------------------------
