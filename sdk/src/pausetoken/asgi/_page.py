@@ -31,9 +31,9 @@ import attrs
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pausetoken._asgi_body import read_json_object, refuse_token_in_url
-from pausetoken._asgi_endpoints import Endpoints, describe_pause, log_refusal, problem_response
-from pausetoken._asgi_openapi import CSRF_HEADER
+from pausetoken.asgi._body import read_json_object, refuse_token_in_url
+from pausetoken.asgi._endpoints import Endpoints, describe_pause, log_refusal, problem_response
+from pausetoken.asgi._openapi import CSRF_HEADER
 from pausetoken.exceptions import (
     ConfigurationError,
     InvalidRequest,
@@ -250,7 +250,7 @@ class _Page:
 
 
 def _asset(name: str) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-    content = resources.files("pausetoken").joinpath("_approval_assets", name).read_bytes()
+    content = resources.files("pausetoken.asgi").joinpath("_assets", name).read_bytes()
     headers = {**_PAGE_HEADERS, "Cache-Control": "no-cache"}
 
     async def serve(_request: Request) -> Response:

@@ -28,8 +28,8 @@ A whole application (the HTTP page of the documentation runs a complete one)::
 
 from __future__ import annotations
 
-from pausetoken._asgi_body import DEFAULT_MAX_BODY_BYTES
-from pausetoken._asgi_endpoints import (
+from pausetoken.asgi._body import DEFAULT_MAX_BODY_BYTES
+from pausetoken.asgi._endpoints import (
     TOKEN_HEADER,
     Authenticate,
     Caller,
@@ -39,9 +39,9 @@ from pausetoken._asgi_endpoints import (
     describe_pause,
     problem_response,
 )
-from pausetoken._asgi_openapi import CSRF_HEADER, openapi_document
-from pausetoken._asgi_page import CONTENT_SECURITY_POLICY
-from pausetoken._asgi_router import resume_router
+from pausetoken.asgi._openapi import CSRF_HEADER, openapi_document
+from pausetoken.asgi._page import CONTENT_SECURITY_POLICY
+from pausetoken.asgi._router import resume_router
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",

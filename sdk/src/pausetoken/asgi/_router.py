@@ -11,11 +11,11 @@ from starlette.datastructures import URLPath
 from starlette.responses import JSONResponse, Response
 from starlette.routing import NoMatchFound, Route, Router
 
-from pausetoken._asgi_body import DEFAULT_MAX_BODY_BYTES
-from pausetoken._asgi_endpoints import Endpoints
-from pausetoken._asgi_openapi import openapi_document
-from pausetoken._asgi_page import page_routes
 from pausetoken._keys import KeyRing
+from pausetoken.asgi._body import DEFAULT_MAX_BODY_BYTES
+from pausetoken.asgi._endpoints import Endpoints
+from pausetoken.asgi._openapi import openapi_document
+from pausetoken.asgi._page import page_routes
 from pausetoken.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.types import Receive, Scope, Send
 
-    from pausetoken._asgi_endpoints import Caller, ResumeRequest, ResumeResult
     from pausetoken._service import PauseTokens
+    from pausetoken.asgi._endpoints import Caller, ResumeRequest, ResumeResult
 
 __all__ = ["derive_page_secret", "resume_router"]
 

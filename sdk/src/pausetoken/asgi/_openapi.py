@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any, Final
 
 from pausetoken import exceptions
-from pausetoken._asgi_body import DEFAULT_MAX_BODY_BYTES, MAX_BODY_DEPTH
+from pausetoken.asgi._body import DEFAULT_MAX_BODY_BYTES, MAX_BODY_DEPTH
 
 if TYPE_CHECKING:
     from pausetoken.exceptions import PauseTokenError
