@@ -521,21 +521,7 @@ class AgUi:
         if not entries:
             msg = "the run input has no resume entries"
             raise InvalidResponse(msg, field="$.resume")
-        checked: list[_Entry] = []
-        for entry in entries:
-            token = proof_of(entry)
-            claims = self.service.verify(token)
-            if not hmac.compare_digest(claims.thread_id.encode(), thread_id.encode()):
-                msg = "the resume entry's token was minted for another thread"
-                raise ProofRefused(msg, code="agui_thread_mismatch")
-            if not hmac.compare_digest(claims.interrupt_id.encode(), entry.interrupt_id.encode()):
-                msg = "the resume entry's token was minted for another interrupt"
-                raise ProofRefused(msg, code="agui_interrupt_mismatch")
-            kind = self._kinds.get(claims.name)
-            if kind is None:
-                msg = "the token is for a kind of interrupt this adapter was not given"
-                raise UnknownInterrupt(msg)
-            checked.append(_Entry(entry, token, claims, kind))
+        checked = [self._verified(thread_id, entry) for entry in entries]
         if len({c.claims.checkpoint_id for c in checked}) != 1:
             msg = "the resume entries answer different pauses; answer one pause per run"
             raise InvalidResponse(msg, field="$.resume")
@@ -544,12 +530,33 @@ class AgUi:
             msg = "two resume entries answer one interrupt"
             raise InvalidResponse(msg, field="$.resume")
         state = await self.states.load(thread_id)
-        if state is not None and state.checkpoint_id == checked[0].claims.checkpoint_id:
+        checkpoint_id = checked[0].claims.checkpoint_id
+        if state is not None and state.resuming is not None:
+            if state.resuming.checkpoint_id == checkpoint_id:
+                msg = "another worker is running the agent on answers to this pause"
+                raise RedemptionInProgress(msg)
+        elif state is not None and state.checkpoint_id == checkpoint_id:
             missing = len({w.interrupt_id for w in state.waiting} - ids)
             if missing:
                 msg = f"every interrupt of the pause needs a resume entry: {missing} missing"
                 raise InvalidResponse(msg, field="$.resume")
         return checked
+
+    def _verified(self, thread_id: str, entry: ResumeEntry) -> _Entry:
+        """An entry's proof: it verifies, and names this thread and the entry's interrupt."""
+        token = proof_of(entry)
+        claims = self.service.verify(token)
+        if not hmac.compare_digest(claims.thread_id.encode(), thread_id.encode()):
+            msg = "the resume entry's token was minted for another thread"
+            raise ProofRefused(msg, code="agui_thread_mismatch")
+        if not hmac.compare_digest(claims.interrupt_id.encode(), entry.interrupt_id.encode()):
+            msg = "the resume entry's token was minted for another interrupt"
+            raise ProofRefused(msg, code="agui_interrupt_mismatch")
+        kind = self._kinds.get(claims.name)
+        if kind is None:
+            msg = "the token is for a kind of interrupt this adapter was not given"
+            raise UnknownInterrupt(msg)
+        return _Entry(entry, token, claims, kind)
 
     async def _fence(self, run_input: RunAgentInput, checkpoint_id: str) -> ThreadState:
         """Under the claims: move the thread off the answered checkpoint before the agent runs.
