@@ -13,9 +13,9 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
+    from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, hash_scope
     from pausetoken._events import AuditEvent, EventKind, LoggingObserver, Observer
-    from pausetoken._hashing import canonical_json, hash_payload, hash_scope
+    from pausetoken._hashing import canonical_json, hash_payload
     from pausetoken._interrupt import Interrupt
     from pausetoken._keys import KeyRing
     from pausetoken._lease import Lease
@@ -73,7 +73,7 @@ _HOMES: Final = {
     "canonical_json": "pausetoken._hashing",
     "decode_unverified": "pausetoken._verify",
     "hash_payload": "pausetoken._hashing",
-    "hash_scope": "pausetoken._hashing",
+    "hash_scope": "pausetoken._claims",
     "make_converter": "pausetoken._structure",
     "open_store": "pausetoken._registry",
     "redact_url": "pausetoken._urls",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 import attrs
 
 from pausetoken._compact import b64url_encode
+from pausetoken._hashing import fingerprint, hash_payload
 
 if TYPE_CHECKING:
     from pausetoken._lease import Lease
@@ -26,6 +27,7 @@ __all__ = [
     "InterruptEvent",
     "Redemption",
     "Scope",
+    "hash_scope",
 ]
 
 #: The JOSE ``typ`` header every pause token carries (RFC 8725 §3.11 explicit typing).
@@ -49,11 +51,6 @@ _PAUSE_KEY_ENCODER: Final = json.JSONEncoder(ensure_ascii=False)
 def new_jti() -> str:
     """A fresh token id: 128 random bits, base64url (22 characters)."""
     return secrets.token_urlsafe(16)
-
-
-def fingerprint(token: str) -> str:
-    """A short, non-reversible label for a token or ``jti``, safe for reprs and logs."""
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def _nonempty(_instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
@@ -80,6 +77,17 @@ class Scope:
     )
     namespace: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
+    )
+
+
+def hash_scope(scope: Scope) -> str:
+    """Hash a scope: sha256 hex of the RFC 8785 encoding of its fields (all of them)."""
+    return hash_payload(
+        {
+            "tenant_id": scope.tenant_id,
+            "sub_tenant_id": scope.sub_tenant_id,
+            "namespace": scope.namespace,
+        }
     )
 
 

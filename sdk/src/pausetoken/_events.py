@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 import attrs
 
-from pausetoken._claims import fingerprint
+from pausetoken._hashing import fingerprint
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -20,9 +20,8 @@ from pausetoken.exceptions import UnsupportedPayload
 if TYPE_CHECKING:
     import cattrs
 
-    from pausetoken._claims import Scope
 
-__all__ = ["canonical_json", "hash_payload", "hash_scope", "to_json_value"]
+__all__ = ["canonical_json", "fingerprint", "hash_payload", "to_json_value"]
 
 #: Largest integer magnitude that every JSON implementation represents exactly (I-JSON).
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -220,12 +219,6 @@ def hash_payload(obj: Any, *, converter: cattrs.Converter | None = None) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def hash_scope(scope: Scope) -> str:
-    """Hash a scope: sha256 hex of the RFC 8785 encoding of its fields (all of them)."""
-    return hash_payload(
-        {
-            "tenant_id": scope.tenant_id,
-            "sub_tenant_id": scope.sub_tenant_id,
-            "namespace": scope.namespace,
-        }
-    )
+def fingerprint(token: str) -> str:
+    """A short, non-reversible label for a token or ``jti``, safe for reprs and logs."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()[:12]

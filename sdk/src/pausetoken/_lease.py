@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from pausetoken._claims import fingerprint
+from pausetoken._hashing import fingerprint
 from pausetoken.exceptions import LeaseLost
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
-from pausetoken._claims import fingerprint
+from pausetoken._hashing import fingerprint
 from pausetoken._store_api import (
     STORE_API_VERSION,
     ClaimOutcome,

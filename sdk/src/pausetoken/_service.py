@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 import attrs
 from cattrs.errors import StructureHandlerNotFoundError
 
-from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, fingerprint, new_jti
+from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, hash_scope, new_jti
 from pausetoken._events import AuditEvent, EventKind, Observers
-from pausetoken._hashing import hash_payload, hash_scope
+from pausetoken._hashing import fingerprint, hash_payload
 from pausetoken._lease import Lease
 from pausetoken._policy import (
     DEFAULT_AUDIENCE,

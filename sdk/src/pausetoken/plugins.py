@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pausetoken._claims import CLAIMS_VERSION, Claims, fingerprint
+from pausetoken._claims import CLAIMS_VERSION, Claims
 from pausetoken._deadlines import Deadline, Deadlines
-from pausetoken._hashing import canonical_json, hash_payload, to_json_value
+from pausetoken._hashing import canonical_json, fingerprint, hash_payload, to_json_value
 from pausetoken._install import install_hint
 from pausetoken._reader_api import CHECKPOINTS_API_VERSION, CheckpointReader, PendingInterrupt
 from pausetoken._signer_api import SIGNERS_API_VERSION, Signer

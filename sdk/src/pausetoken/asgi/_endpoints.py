@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import attrs
 from starlette.responses import JSONResponse, Response
 
-from pausetoken._claims import Scope, fingerprint
-from pausetoken._hashing import hash_payload, hash_scope, to_json_value
+from pausetoken._claims import Scope, hash_scope
+from pausetoken._hashing import fingerprint, hash_payload, to_json_value
 from pausetoken._store_api import PauseState
 from pausetoken.asgi._body import read_json_object, refuse_token_in_url
 from pausetoken.exceptions import (
