@@ -14,8 +14,8 @@ from broken_stores import ReadThenWriteClaim
 
 from pausetoken import MemoryStore, MemoryStoreWarning
 from pausetoken._cli import main
+from pausetoken._cli.store_check import STEPS, StepResult, check_store, failure_cause
 from pausetoken._registry import register_store
-from pausetoken._store_check import STEPS, StepResult, check_store, failure_cause
 from pausetoken.exceptions import ConfigurationError, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimResult
 

@@ -70,7 +70,7 @@ def cause(error: PauseTokenError) -> str | None:
     """The driver's reason behind a store or checkpointer error, when it adds something."""
     if error.code not in _CAUSED or error.__cause__ is None:
         return None
-    from pausetoken._store_check import failure_cause  # noqa: PLC0415 - on errors only
+    from pausetoken._cli.store_check import failure_cause  # noqa: PLC0415 - on errors only
 
     found = failure_cause(error)
     return None if found in error.detail else found

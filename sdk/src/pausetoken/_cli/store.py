@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Coroutine
 
-    from pausetoken._store_check import StepResult
+    from pausetoken._cli.store_check import StepResult
 
 __all__ = ["STORE", "check_store_url", "url_family"]
 
@@ -116,8 +116,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _check(args: argparse.Namespace) -> int:
+    from pausetoken._cli.store_check import check_store  # noqa: PLC0415
     from pausetoken._registry import open_store  # noqa: PLC0415 - loaded when the command runs
-    from pausetoken._store_check import check_store  # noqa: PLC0415
 
     if not args.json:
         require_rich("store check", json_ok=True)
@@ -147,7 +147,7 @@ async def _check(args: argparse.Namespace) -> int:
 
 
 def _check_report(url: str, results: list[StepResult]) -> dict[str, Any]:
-    from pausetoken._store_check import STEPS  # noqa: PLC0415
+    from pausetoken._cli.store_check import STEPS  # noqa: PLC0415
     from pausetoken._urls import redact_url  # noqa: PLC0415
 
     steps: list[dict[str, Any]] = []
@@ -174,7 +174,7 @@ def _render_check(url: str, results: list[StepResult]) -> None:
     from rich.table import Table  # noqa: PLC0415 - rich is an optional extra
     from rich.text import Text  # noqa: PLC0415
 
-    from pausetoken._store_check import STEPS  # noqa: PLC0415
+    from pausetoken._cli.store_check import STEPS  # noqa: PLC0415
     from pausetoken._urls import redact_url  # noqa: PLC0415
 
     table = Table(title=f"pausetoken store check {redact_url(url)}")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from pausetoken._decisions import (
+from pausetoken.kinds._decisions import (
     APPROVAL,
     DECISION_TYPES,
     Action,
@@ -33,7 +33,7 @@ from pausetoken._decisions import (
     check_decision,
     check_decisions,
 )
-from pausetoken._questions import (
+from pausetoken.kinds._questions import (
     MAX_OPTIONS,
     MAX_OTHER_CHARS,
     MAX_QUESTIONS,
