@@ -204,6 +204,7 @@ async def main(directory: Path) -> None:
             "a replayed request state is refused", "[already_redeemed]" in text(replay) and ran_once
         )
     await calls.aclose()
+    await store.aclose()
 
 
 if __name__ == "__main__":
