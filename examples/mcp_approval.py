@@ -10,7 +10,7 @@ ring. Tokens, redemptions and the tool calls are kept in SQLite files in a tempo
 directory. Each step checks itself and prints PASS or FAIL. From a checkout:
 
     uv run --no-project --with "./sdk[cli,http]" --with "./backends/sqlalchemy[sqlite]" \\
-        --with "./backends/mcp[sqlite]" python examples/mcp_approval.py
+        --with "./backends/mcp[sqlite]" --with httpx python examples/mcp_approval.py
 
 The exit status is 0 only if every step behaved as expected.
 """
