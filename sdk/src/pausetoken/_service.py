@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import hmac
-import logging
-import secrets
 import time
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
-import attrs
 from cattrs.errors import StructureHandlerNotFoundError
 
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, hash_scope, new_jti
-from pausetoken._events import AuditEvent, EventKind, Observers
-from pausetoken._hashing import fingerprint, hash_payload
-from pausetoken._lease import Lease
+from pausetoken._hashing import hash_payload
 from pausetoken._policy import (
     DEFAULT_AUDIENCE,
     DEFAULT_ISSUER,
@@ -32,33 +24,34 @@ from pausetoken._policy import (
     check_durations,
     ttl_problem,
 )
-from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
+from pausetoken._redemption import (
+    Attempt,
+    Redeemer,
+    namespace_of,
+    registered,
+    row_expiry,
+    skewed,
+    store_call,
+    utc,
+)
+from pausetoken._reporter import Reporter
+from pausetoken._store_api import PauseState
 from pausetoken._verify import verify_token
 from pausetoken.exceptions import (
     AlreadyRedeemed,
-    CheckpointNotFound,
-    CommitUnconfirmed,
     ConfigurationError,
     InvalidMintRequest,
-    InvalidResponse,
-    InvalidToken,
-    LeaseLost,
     PauseTokenError,
     PayloadMismatch,
-    PrincipalMismatch,
-    RedemptionInProgress,
     ScopeMismatch,
-    StaleToken,
-    StoreUnavailable,
     TokenExpired,
     TokenRevoked,
-    UnknownInterrupt,
-    UnsupportedPayload,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
     from contextlib import AbstractAsyncContextManager
+    from datetime import datetime, timedelta
 
     from pausetoken._events import Observer
     from pausetoken._interrupt import Interrupt
@@ -69,17 +62,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PauseTokens", "TokenStatus"]
 
-logger = logging.getLogger("pausetoken.service")
-
-_T = TypeVar("_T")
 _P = TypeVar("_P")
 _R = TypeVar("_R")
 
 # Ids a token may go without (made up by the reader, or absent claims).
 _OPTIONAL_IDS = frozenset({"interrupt_id", "checkpoint_id", "tool_call_id", "principal"})
-# A failed commit is retried after this long at first, doubling up to the maximum.
-_COMMIT_RETRY_FIRST_S = 0.05
-_COMMIT_RETRY_MAX_S = 1.0
 
 
 class TokenStatus(enum.Enum):
@@ -99,34 +86,6 @@ class TokenStatus(enum.Enum):
 
 def _system_clock() -> float:
     return time.time()
-
-
-def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-@attrs.frozen
-class _Checked:
-    """A redemption attempt that passed every check up to the claim (steps 1-7)."""
-
-    claims: Claims
-    interrupt: Interrupt[Any, Any]
-    payload: Any
-    response: Any
-    response_hash: str
-    now: float
-    #: Set when the checkpoint moved on: the store's record decides what happens.
-    stale: StaleToken | CheckpointNotFound | None = None
-
-
-@attrs.define
-class _Claimed:
-    """A claim this worker holds on a pause, its lease renewed until commit or release."""
-
-    checked: _Checked
-    key: str
-    lease_id: str
-    lease: Lease
 
 
 class PauseTokens:
@@ -204,9 +163,8 @@ class PauseTokens:
         self._interrupts: dict[str, Interrupt[Any, Any]] = {}
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._store_checked = False
-        self._observers = Observers(observers)
-        # A plain flag: the hot path tests it before building any event.
-        self._observing = bool(observers)
+        self._report = Reporter(observers, clock=clock)
+        self._redeemer = Redeemer(self, interrupts=self._interrupts, report=self._report)
 
     @classmethod
     def from_settings(
@@ -283,7 +241,7 @@ class PauseTokens:
         """
         if self._store_checked:
             return
-        await self._store_call(self.store.check())
+        await store_call(self.store.check())
         self._store_checked = True
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -328,26 +286,13 @@ class PauseTokens:
         self._interrupts[interrupt.name] = interrupt
         return interrupt
 
-    def _registered(self, interrupt: Interrupt[Any, Any] | str) -> Interrupt[Any, Any]:
-        """The registration ``interrupt`` names; an ``Interrupt`` must be the one registered."""
-        if isinstance(interrupt, str):
-            return self.interrupt(interrupt)
-        registered = self.interrupt(interrupt.name)
-        if registered != interrupt:
-            msg = f"another interrupt is registered under the name {interrupt.name!r}"
-            raise UnknownInterrupt(msg)
-        return registered
-
     def interrupt(self, name: str) -> Interrupt[Any, Any]:
         """The registered interrupt called ``name``.
 
         Raises:
             UnknownInterrupt: nothing is registered under ``name``.
         """
-        try:
-            return self._interrupts[name]
-        except KeyError:
-            raise UnknownInterrupt from None
+        return registered(self._interrupts, name)
 
     # -- minting --------------------------------------------------------------------------
 
@@ -452,10 +397,10 @@ class PauseTokens:
                 lifetime, leeway=self.policy.leeway, max_lifetime=self.policy.max_lifetime
             ),
         )
-        registered = self._registered(interrupt)
-        name = registered.name
-        typed = registered.structure_payload(payload)
-        value = registered.to_json(typed)
+        kind = registered(self._interrupts, interrupt)
+        name = kind.name
+        typed = kind.structure_payload(payload)
+        value = kind.to_json(typed)
         pending = await self.checkpoints.bind(
             thread_id=thread_id,
             payload=value,
@@ -486,14 +431,11 @@ class PauseTokens:
             request_hash=request_hash,
             tool_call_id=tool_call_id,
             sub=principal,
-            ns=self._namespace(),
+            ns=namespace_of(self.checkpoints),
         )
         await self._refuse_closed_pause(claims)
         token = self.signer.sign(claims.to_dict())
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("minted", extra=_log_fields(claims))
-        if self._observing:
-            self._observe(EventKind.MINTED, claims, outcome="minted", at=now)
+        self._report.minted(claims, at=now)
         return InterruptEvent(
             name=name,
             token=token,
@@ -505,6 +447,18 @@ class PauseTokens:
             thread_id=claims.thread_id,
             checkpoint_id=claims.checkpoint_id,
         )
+
+    async def _refuse_closed_pause(self, claims: Claims) -> None:
+        """At mint: no token for a pause that was already answered or revoked."""
+        record = await store_call(self.store.status(claims.pause_key))
+        if record is None:
+            return
+        if record.state is PauseState.REDEEMED:
+            msg = "the pause was already answered; no token is minted for it"
+            raise AlreadyRedeemed(msg, code="pause_already_redeemed")
+        if record.state is PauseState.REVOKED:
+            msg = "the pause was revoked; no token is minted for it"
+            raise TokenRevoked(msg, code="pause_revoked")
 
     # -- verifying ------------------------------------------------------------------------
 
@@ -525,24 +479,8 @@ class PauseTokens:
                 token, signer=self.signer, policy=self.policy, now=now, allow_expired=allow_expired
             )
         except PauseTokenError as exc:
-            if self._observing:
-                self._refused(exc, None, at=now)
+            self._report.refused(exc, None, at=now)
             raise
-
-    def _observe(
-        self,
-        kind: EventKind,
-        claims: Claims | None,
-        *,
-        outcome: str,
-        at: float,
-        code: str | None = None,
-    ) -> None:
-        """Tell the observers; callers check ``self._observing`` first (no event otherwise)."""
-        self._observers.emit(AuditEvent.about(kind, claims, outcome=outcome, at=at, code=code))
-
-    def _refused(self, exc: PauseTokenError, claims: Claims | None, *, at: float) -> None:
-        self._observe(EventKind.VERIFY_FAILED, claims, outcome="refused", at=at, code=exc.code)
 
     # -- redeeming ------------------------------------------------------------------------
 
@@ -641,201 +579,7 @@ class PauseTokens:
             StoreUnavailable: the store cannot be reached before the body runs (fail
                 closed: nothing was acted on).
         """
-        return self._redeem(token, response, scope=scope, principal=principal, expect=expect)
-
-    @asynccontextmanager
-    async def _redeem(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None,
-        expect: Interrupt[Any, Any] | None,
-    ) -> AsyncIterator[Redemption[Any, Any]]:
-        claimed = await self._claim(
-            token, response, scope=scope, principal=principal, expect=expect
-        )
-        if not isinstance(claimed, _Claimed):
-            yield claimed
-            return
-        checked, lease = claimed.checked, claimed.lease
-        try:
-            try:
-                yield self._redemption(checked, replayed=False, lease=lease)
-            except BaseException:
-                await lease.stop()
-                await self._release(checked, claimed.key, claimed.lease_id)
-                raise
-            await self._commit(checked, claimed.key, claimed.lease_id, lease)
-        finally:
-            await lease.stop()
-        self._committed(checked.claims)
-
-    async def _claim(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None,
-        expect: Interrupt[Any, Any] | None,
-        renew: bool = True,
-    ) -> _Claimed | Redemption[Any, Any]:
-        """Check, then claim: the claim held, or the replay's answer.
-
-        With ``renew``, the lease is renewed from now on; without it, from the first failed
-        commit on (`_commit`).
-        """
-        expected = None if expect is None else self._registered(expect)
-        checked = await self._check(
-            token, response, scope=scope, principal=principal, expect=expected
-        )
-        claims = checked.claims
-        if checked.stale is not None:
-            return await self._replay_or_raise(checked, checked.stale)
-        key = claims.pause_key
-        lease_id = secrets.token_urlsafe(16)
-        now = checked.now
-        lease_until = _utc(now) + self.lease
-        result = await self._store_call(
-            self.store.claim(
-                ClaimRequest(
-                    pause_key=key,
-                    scope_hash=claims.scope_hash,
-                    name=claims.name,
-                    response_hash=checked.response_hash,
-                    expires_at=self._row_expiry(now),
-                    lease_id=lease_id,
-                    lease_until=lease_until,
-                    now=self._skewed(now),
-                )
-            )
-        )
-        if result.outcome is not ClaimOutcome.CLAIMED:
-            self._refuse(checked, result.outcome, result.lease_until)
-            return self._redemption(checked, replayed=True)
-        if self._observing:
-            self._observe(EventKind.CLAIMED, claims, outcome="claimed", at=now)
-        lease = Lease(
-            store=self.store,
-            pause_key=key,
-            lease_id=lease_id,
-            until=lease_until,
-            length=self.lease,
-            clock=self.clock,
-            on_renewal=self._renewal_observer(claims) if self._observing else None,
-        )
-        if renew:
-            lease.keep()
-        return _Claimed(checked, key, lease_id, lease)
-
-    def _committed(self, claims: Claims) -> None:
-        # The fingerprint costs a hash: only for a record that is kept.
-        if logger.isEnabledFor(logging.INFO):
-            logger.info("redeemed", extra=_log_fields(claims))
-        if self._observing:
-            self._observe(EventKind.COMMITTED, claims, outcome="committed", at=self.clock())
-
-    def _renewal_observer(self, claims: Claims) -> Callable[[str], None]:
-        def renewed(outcome: str) -> None:
-            self._observe(EventKind.RENEWED, claims, outcome=outcome, at=self.clock())
-
-        return renewed
-
-    async def _commit(self, checked: _Checked, key: str, lease_id: str, lease: Lease) -> None:
-        """Commit until the store confirms it, while the lease (renewed meanwhile) holds.
-
-        Raises:
-            LeaseLost: the store answered that this lease no longer holds the claim.
-            CommitUnconfirmed: the store could not be reached before the lease ended.
-        """
-        claims = checked.claims
-        delay = _COMMIT_RETRY_FIRST_S
-        while True:
-            try:
-                committed = await self._store_call(
-                    self.store.commit(key, lease_id, self._row_expiry(self.clock()))
-                )
-            except StoreUnavailable as exc:
-                if lease.lost or lease.lapsed():
-                    logger.exception(
-                        "commit unconfirmed: the run may have resumed", extra=_log_fields(claims)
-                    )
-                    unconfirmed = CommitUnconfirmed()
-                    if self._observing:
-                        self._observe(
-                            EventKind.COMMIT_UNCONFIRMED,
-                            claims,
-                            outcome="unconfirmed",
-                            at=self.clock(),
-                            code=unconfirmed.code,
-                        )
-                    raise unconfirmed from exc
-                logger.warning(
-                    "commit failed; retrying while the lease holds", extra=_log_fields(claims)
-                )
-                # consume() renews from here on: its commit follows the claim at once.
-                lease.keep(at_once=True)
-                remaining = lease.until.timestamp() - self.clock()
-                await asyncio.sleep(max(0.0, min(delay, remaining)))
-                delay = min(delay * 2, _COMMIT_RETRY_MAX_S)
-                continue
-            break
-        if committed:
-            return
-        record = await self._status_or_none(key)
-        if record is not None and record.state is PauseState.REVOKED:
-            logger.error("claim revoked after it lapsed, before commit", extra=_log_fields(claims))
-            msg = "the claim lapsed while the body ran and the pause was then revoked"
-            lost = LeaseLost(msg, code="lease_revoked")
-        else:
-            logger.error("lease lost before commit", extra=_log_fields(claims))
-            lost = LeaseLost()
-        if self._observing:
-            self._observe(
-                EventKind.COMMITTED, claims, outcome=lost.code, at=self.clock(), code=lost.code
-            )
-        raise lost
-
-    async def _status_or_none(self, key: str) -> PauseRecord | None:
-        try:
-            return await self._store_call(self.store.status(key))
-        except StoreUnavailable:
-            return None
-
-    async def _refuse_closed_pause(self, claims: Claims) -> None:
-        """At mint: no token for a pause that was already answered or revoked."""
-        record = await self._store_call(self.store.status(claims.pause_key))
-        if record is None:
-            return
-        if record.state is PauseState.REDEEMED:
-            msg = "the pause was already answered; no token is minted for it"
-            raise AlreadyRedeemed(msg, code="pause_already_redeemed")
-        if record.state is PauseState.REVOKED:
-            msg = "the pause was revoked; no token is minted for it"
-            raise TokenRevoked(msg, code="pause_revoked")
-
-    def _namespace(self) -> str | None:
-        """The runtime namespace the reader serves (a LangGraph graph), bound into tokens."""
-        namespace = getattr(self.checkpoints, "namespace", None)
-        return namespace if isinstance(namespace, str) else None
-
-    def _row_expiry(self, now: float) -> datetime:
-        """How long a store row must live: past every token that could still verify.
-
-        A token for the pause minted up to ``now`` expires by ``now + max_lifetime`` and
-        verifies until ``leeway`` after that; stores only ever raise a row's expiry.
-        """
-        return _utc(now) + self.policy.max_lifetime + self.policy.leeway
-
-    def _skewed(self, now: float) -> datetime:
-        """The ``now`` stores compare leases with: this clock less the skew allowance.
-
-        Another worker's lease counts as ended only once it ended ``leeway`` ago by this
-        worker's clock, so clocks that disagree by up to ``leeway`` never take a live claim.
-        """
-        return _utc(now) - self.policy.leeway
+        return self._redeemer.redeem(Attempt(token, response, scope, principal, expect))
 
     @overload
     async def consume(
@@ -873,192 +617,7 @@ class PauseTokens:
         Returns:
             The redemption; ``replayed`` is true for a retry of a committed answer.
         """
-        # redeem() with an empty body, without the context manager: there is no body that
-        # could raise between the claim and the commit, so nothing is ever released here.
-        # Nor is the lease renewed unless the commit has to be retried: nothing acts on the
-        # answer before this returns, and a renewal timer set and cancelled on every call
-        # costs about a tenth of an in-memory consume.
-        claimed = await self._claim(
-            token, response, scope=scope, principal=principal, expect=expect, renew=False
-        )
-        if not isinstance(claimed, _Claimed):
-            return claimed
-        checked, lease = claimed.checked, claimed.lease
-        done = self._redemption(checked, replayed=False, lease=lease)
-        try:
-            await self._commit(checked, claimed.key, claimed.lease_id, lease)
-        finally:
-            await lease.stop()
-        self._committed(checked.claims)
-        return done
-
-    async def _check(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None,
-        expect: Interrupt[Any, Any] | None,
-    ) -> _Checked:
-        now = self.clock()
-        claims: Claims | None = None
-        try:
-            claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
-            if claims.ns != self._namespace():
-                msg = "the token was minted for another runtime namespace (another graph)"
-                raise InvalidToken(msg, code="token_namespace_mismatch")
-            interrupt = self._interrupts.get(claims.name)
-            if not (interrupt is not None and interrupt.cross_scope) and not hmac.compare_digest(
-                claims.scope_hash, hash_scope(scope)
-            ):
-                raise ScopeMismatch
-            if claims.sub is not None and not _same_principal(claims.sub, principal):
-                raise PrincipalMismatch
-            if interrupt is None:
-                raise UnknownInterrupt
-            if expect is not None and interrupt is not expect:
-                msg = f"the token is for another interrupt than {expect.name!r}"
-                raise UnknownInterrupt(msg, code="interrupt_mismatch")
-            typed_response = interrupt.structure_response(response)
-            response_hash = _response_hash(interrupt, typed_response)
-            try:
-                pending = await self.checkpoints.pending(
-                    thread_id=claims.thread_id,
-                    checkpoint_id=claims.checkpoint_id,
-                    interrupt_id=claims.interrupt_id,
-                )
-            except (StaleToken, CheckpointNotFound) as exc:
-                # The run moved on. That is what a committed redemption does to a run, so the
-                # store decides: a retry of the committed answer is answered, anything else is
-                # stale.
-                return _Checked(claims, interrupt, None, typed_response, response_hash, now, exc)
-            if not hmac.compare_digest(hash_payload(pending.value), claims.request_hash):
-                raise PayloadMismatch
-            payload = interrupt.structure_payload(pending.value)
-            self._validate(interrupt, typed_response, payload)
-            return _Checked(claims, interrupt, payload, typed_response, response_hash, now)
-        except PauseTokenError as exc:
-            # One place reports every refusal before the claim; the token's fields only
-            # once it verified.
-            if self._observing:
-                self._refused(exc, claims, at=now)
-            raise
-
-    async def _replay_or_raise(
-        self, checked: _Checked, stale: StaleToken | CheckpointNotFound
-    ) -> Redemption[Any, Any]:
-        record = await self._store_call(self.store.status(checked.claims.pause_key))
-        if record is None or record.state is PauseState.CLAIMED:
-            if self._observing:
-                self._refused(stale, checked.claims, at=checked.now)
-            raise stale
-        if record.state is PauseState.REVOKED:
-            self._refuse(checked, ClaimOutcome.REVOKED, None)
-        same = record.response_hash is not None and hmac.compare_digest(
-            record.response_hash, checked.response_hash
-        )
-        self._refuse(
-            checked, ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER, None
-        )
-        return self._redemption(checked, replayed=True)
-
-    def _refuse(
-        self, checked: _Checked, outcome: ClaimOutcome, lease_until: datetime | None
-    ) -> None:
-        """Raise for every claim outcome but an idempotent retry."""
-        log_extra = _log_fields(checked.claims)
-        if outcome is ClaimOutcome.REDEEMED_SAME:
-            logger.info("idempotent retry answered", extra=log_extra)
-            if self._observing:
-                self._observe(
-                    EventKind.REPLAY_ANSWERED, checked.claims, outcome="answered", at=checked.now
-                )
-            return
-        refusal: PauseTokenError
-        if outcome is ClaimOutcome.REDEEMED_OTHER:
-            # Reuse of a single-use credential with another answer is an attack signal.
-            refusal = AlreadyRedeemed()
-            logger.warning("replay refused", extra={**log_extra, "code": refusal.code})
-        elif outcome is ClaimOutcome.REVOKED:
-            refusal = TokenRevoked()
-            logger.warning("revoked token presented", extra={**log_extra, "code": refusal.code})
-        else:
-            retry_after = None
-            if lease_until is not None:
-                ends = lease_until + self.policy.leeway
-                retry_after = max(0.0, ends.timestamp() - checked.now)
-            refusal = RedemptionInProgress(retry_after=retry_after)
-        if self._observing:
-            self._observe(
-                EventKind.REPLAY_REFUSED,
-                checked.claims,
-                outcome="refused",
-                at=checked.now,
-                code=refusal.code,
-            )
-        raise refusal
-
-    def _redemption(
-        self, checked: _Checked, *, replayed: bool, lease: Lease | None = None
-    ) -> Redemption[Any, Any]:
-        return Redemption(
-            claims=checked.claims,
-            payload=checked.payload,
-            response=checked.response,
-            replayed=replayed,
-            time_to_answer=timedelta(seconds=max(0.0, checked.now - checked.claims.iat)),
-            lease=lease,
-        )
-
-    async def _release(self, checked: _Checked, key: str, lease_id: str) -> None:
-        try:
-            released = await self._store_call(self.store.release(key, lease_id))
-        except StoreUnavailable as exc:
-            # The body's own exception is what the caller must see; the lease lapses by
-            # itself and the token becomes redeemable again then.
-            logger.exception("release failed; the claim lapses at its deadline")
-            if self._observing:
-                self._observe(
-                    EventKind.RELEASED,
-                    checked.claims,
-                    outcome="failed",
-                    at=self.clock(),
-                    code=exc.code,
-                )
-            return
-        if not released:
-            logger.warning("release found another lease holder", extra={"pause": fingerprint(key)})
-        if self._observing:
-            outcome = "released" if released else "not_held"
-            self._observe(EventKind.RELEASED, checked.claims, outcome=outcome, at=self.clock())
-
-    async def _store_call(self, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except PauseTokenError:
-            raise
-        except Exception as exc:
-            # A store that fails in a way it did not type still fails closed.
-            msg = f"the token store failed: {type(exc).__name__}"
-            raise StoreUnavailable(msg) from exc
-
-    # -- validating -----------------------------------------------------------------------
-
-    def _validate(self, interrupt: Interrupt[Any, Any], response: Any, payload: Any) -> None:
-        if interrupt.validate is None:
-            return
-        try:
-            interrupt.validate(response, payload)
-        except PauseTokenError:
-            raise
-        except Exception as exc:
-            # Whatever the validator's message says may quote the answer: name its type only.
-            msg = (
-                f"the answer was refused by the validator of {interrupt.name!r} "
-                f"({type(exc).__name__})"
-            )
-            raise InvalidResponse(msg) from exc
+        return await self._redeemer.consume(Attempt(token, response, scope, principal, expect))
 
     # -- revocation and status ------------------------------------------------------------
 
@@ -1083,23 +642,19 @@ class PauseTokens:
         claims = self._verify(token, now=now, allow_expired=True)
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             mismatch = ScopeMismatch()
-            if self._observing:
-                self._refused(mismatch, claims, at=now)
+            self._report.refused(mismatch, claims, at=now)
             raise mismatch
-        record = await self._store_call(
+        record = await store_call(
             self.store.revoke(
                 claims.pause_key,
                 claims.scope_hash,
                 claims.name,
-                self._row_expiry(now),
-                self._skewed(now),
+                row_expiry(self.policy, now),
+                skewed(self.policy, now),
             )
         )
         status = _status_of(record.state)
-        log_extra = _log_fields(claims)
-        logger.info("revoke: %s", status.value, extra=log_extra)
-        if self._observing:
-            self._observe(EventKind.REVOKED, claims, outcome=status.value, at=now)
+        self._report.revoked(claims, status.value, at=now)
         return status
 
     async def purge(self, before: datetime | None = None) -> int:
@@ -1115,12 +670,9 @@ class PauseTokens:
             StoreUnavailable: the store cannot be reached.
         """
         now = self.clock()
-        cutoff = _utc(now) if before is None else before
-        deleted = await self._store_call(self.store.purge(cutoff))
-        if self._observing:
-            self._observers.emit(
-                AuditEvent(kind=EventKind.PURGED, outcome="purged", at=now, count=deleted)
-            )
+        cutoff = utc(now) if before is None else before
+        deleted = await store_call(self.store.purge(cutoff))
+        self._report.purged(deleted, at=now)
         return deleted
 
     async def status(self, token: str, *, scope: Scope) -> TokenStatus:
@@ -1136,15 +688,14 @@ class PauseTokens:
         except TokenExpired:
             return TokenStatus.EXPIRED
         except PauseTokenError as exc:
-            if self._observing:
-                self._refused(exc, None, at=now)
+            self._report.refused(exc, None, at=now)
             raise
         if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
             raise ScopeMismatch
-        record = await self._store_call(self.store.status(claims.pause_key))
+        record = await store_call(self.store.status(claims.pause_key))
         if record is not None and record.state is PauseState.CLAIMED:
-            lease_live = record.lease_until is not None and record.lease_until > self._skewed(now)
-            if lease_live:
+            lease_until = record.lease_until
+            if lease_until is not None and lease_until > skewed(self.policy, now):
                 return TokenStatus.IN_PROGRESS
             record = None
         return TokenStatus.ACTIVE if record is None else _status_of(record.state)
@@ -1156,26 +707,6 @@ def _status_of(state: PauseState) -> TokenStatus:
         PauseState.REDEEMED: TokenStatus.REDEEMED,
         PauseState.REVOKED: TokenStatus.REVOKED,
     }[state]
-
-
-def _response_hash(interrupt: Interrupt[Any, Any], response: Any) -> str:
-    try:
-        return hash_payload(interrupt.to_json(response))
-    except UnsupportedPayload as exc:
-        msg = "the response cannot be represented exactly as JSON"
-        raise InvalidResponse(msg) from exc
-
-
-def _log_fields(claims: Claims) -> dict[str, str]:
-    """What a log record says about a token: its jti's fingerprint and its interrupt."""
-    return {"jti": fingerprint(claims.jti), "interrupt": claims.name}
-
-
-def _same_principal(bound: str, given: str | None) -> bool:
-    # Compared as UTF-8 bytes: compare_digest refuses non-ASCII str.
-    return given is not None and hmac.compare_digest(
-        bound.encode("utf-8", "surrogatepass"), given.encode("utf-8", "surrogatepass")
-    )
 
 
 def _check_mint_request(
