@@ -198,6 +198,7 @@ async def main(directory: Path) -> None:
         check("the refund was paid exactly once", refunds_paid == [("A-1001", 1999)])
         check("no answer to a resume entry repeats the token", token not in "".join(resumed))
     await states.aclose()
+    await store.aclose()
 
 
 if __name__ == "__main__":

@@ -103,10 +103,9 @@ async def test_states_are_replaced_only_from_the_checkpoint_expected(
         assert await store.load(thread + "-none") is None
 
 
-async def test_an_unreachable_state_store_is_unavailable_without_its_parameters(
-    tmp_path: Path,
-) -> None:
-    states = SQLThreadStates(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'threads.db'}")
+async def test_an_unreachable_state_store_is_unavailable_without_its_parameters() -> None:
+    # Nothing listens on port 1: the connection is refused at once.
+    states = SQLThreadStates("postgresql+asyncpg://postgres@127.0.0.1:1/none")
     try:
         with pytest.raises(StoreUnavailable) as refused:
             await states.save("t", ThreadState("c", "r", waiting=(WAITING,)), replaces=None)

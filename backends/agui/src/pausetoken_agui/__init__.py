@@ -20,7 +20,13 @@ from pausetoken_agui._adapter import (
     proof_of,
     to_interrupt,
 )
-from pausetoken_agui._errors import METADATA_KEY, ProofRefused, run_error
+from pausetoken_agui._errors import (
+    METADATA_KEY,
+    ProofForAnotherInterrupt,
+    ProofForAnotherThread,
+    ProofRefused,
+    run_error,
+)
 from pausetoken_agui._kinds import Resumable, Status
 from pausetoken_agui._reader import ThreadCheckpoints
 from pausetoken_agui._schemas import approval_schema, questions_schema, type_schema
@@ -43,6 +49,8 @@ __all__ = [
     "Ask",
     "MemoryThreadStates",
     "Outcome",
+    "ProofForAnotherInterrupt",
+    "ProofForAnotherThread",
     "ProofRefused",
     "Resumable",
     "Resumption",

@@ -28,7 +28,13 @@ from pausetoken.exceptions import (
     UnknownInterrupt,
 )
 from pausetoken.plugins import fingerprint
-from pausetoken_agui._errors import METADATA_KEY, ProofRefused, run_error
+from pausetoken_agui._errors import (
+    METADATA_KEY,
+    ProofForAnotherInterrupt,
+    ProofForAnotherThread,
+    ProofRefused,
+    run_error,
+)
 from pausetoken_agui._reader import ThreadCheckpoints
 from pausetoken_agui._threads import (
     KEPT_OUTCOMES,
@@ -547,11 +553,9 @@ class AgUi:
         token = proof_of(entry)
         claims = self.service.verify(token)
         if not hmac.compare_digest(claims.thread_id.encode(), thread_id.encode()):
-            msg = "the resume entry's token was minted for another thread"
-            raise ProofRefused(msg, code="agui_thread_mismatch")
+            raise ProofForAnotherThread
         if not hmac.compare_digest(claims.interrupt_id.encode(), entry.interrupt_id.encode()):
-            msg = "the resume entry's token was minted for another interrupt"
-            raise ProofRefused(msg, code="agui_interrupt_mismatch")
+            raise ProofForAnotherInterrupt
         kind = self._kinds.get(claims.name)
         if kind is None:
             msg = "the token is for a kind of interrupt this adapter was not given"

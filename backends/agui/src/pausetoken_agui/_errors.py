@@ -16,7 +16,13 @@ from pausetoken.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["METADATA_KEY", "ProofRefused", "run_error"]
+__all__ = [
+    "METADATA_KEY",
+    "ProofForAnotherInterrupt",
+    "ProofForAnotherThread",
+    "ProofRefused",
+    "run_error",
+]
 
 #: The key of pausetoken's member in AG-UI metadata objects (``Interrupt.metadata``,
 #: ``ResumeEntry.metadata``, ``RunErrorEvent.metadata``, ``RunFinishedEvent.metadata``).
@@ -28,7 +34,8 @@ class ProofRefused(InvalidToken):
     """A resume entry's proof does not belong to it: missing, or minted for another entry.
 
     An `InvalidToken` (401), so code that handles forged tokens handles these too. Raised
-    before anything is claimed.
+    before anything is claimed. The class itself says the proof is missing; its subclasses
+    `ProofForAnotherInterrupt` and `ProofForAnotherThread` carry the other two codes.
     """
 
     default_code = "agui_proof_missing"
@@ -48,6 +55,20 @@ class ProofRefused(InvalidToken):
     actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The resume entry carries no pausetoken proof."
     title = "Resume entry refused"
+
+
+class ProofForAnotherInterrupt(ProofRefused):
+    """A resume entry's token was minted for another interrupt than its ``interruptId``."""
+
+    default_code = "agui_interrupt_mismatch"
+    default_detail = "The resume entry's token was minted for another interrupt."
+
+
+class ProofForAnotherThread(ProofRefused):
+    """A resume entry's token was minted for another thread than the run's ``threadId``."""
+
+    default_code = "agui_thread_mismatch"
+    default_detail = "The resume entry's token was minted for another thread."
 
 
 def run_error(error: PauseTokenError) -> RunErrorEvent:

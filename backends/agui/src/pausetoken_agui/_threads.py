@@ -278,7 +278,7 @@ class SQLThreadStates:
                 found = await conn.scalar(
                     self._sa.select(self.table.c.state).where(self.table.c.thread_id == thread_id)
                 )
-        except self._sa.exc.SQLAlchemyError as exc:
+        except (self._sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
         return None if found is None else ThreadState.from_text(str(found))
 
@@ -306,7 +306,7 @@ class SQLThreadStates:
                     .values(**values)
                 )
                 return _rowcount(result) == 1
-        except sa.exc.SQLAlchemyError as exc:
+        except (sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
 
     async def aclose(self) -> None:
@@ -320,6 +320,7 @@ def _rowcount(result: Any) -> int:
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
-    # The driver's message may quote the statement's parameters (payloads): type only.
+    # A driver that cannot connect raises OSError past SQLAlchemy. Its message, and that of
+    # a failed statement, may quote the statement's parameters (payloads): type only.
     msg = f"the thread state store failed: {type(exc).__name__}"
     return StoreUnavailable(msg)
