@@ -610,7 +610,7 @@ class AgUi:
             restored = False
         if not restored:
             # The thread stays fenced: its answers are refused as stale, never run twice.
-            logger.error("thread left fenced after a failed run: its answers stay stale")
+            logger.error("thread left fenced after a failed run: its answers are refused")
 
     async def _moved_on(
         self, run_input: RunAgentInput, answered: ThreadState, outcome: Outcome, *, scope: Scope
