@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import rfc8785
 
-from pausetoken._structure import default_converter
 from pausetoken.exceptions import UnsupportedPayload
 
 if TYPE_CHECKING:
@@ -86,9 +85,14 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
     if isinstance(obj, (list, tuple)):
         return _from_list(obj, converter, _path, _depth)
     if attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj):
-        conv = converter or default_converter
+        if converter is None:
+            # Imported here: Scope hashes plain strings, and `import pausetoken` stays free
+            # of cattrs' converters until a payload is a class instance.
+            from pausetoken._structure import default_converter  # noqa: PLC0415
+
+            converter = default_converter
         return to_json_value(
-            conv.unstructure(obj), converter=converter, _path=_path, _depth=_depth + 1
+            converter.unstructure(obj), converter=converter, _path=_path, _depth=_depth + 1
         )
     if isinstance(obj, Sequence):
         raise _refuse(_path, f"{type(obj).__name__} is not a list or tuple")
