@@ -38,25 +38,17 @@ from pausetoken.exceptions import (
     TokenRevoked,
 )
 from pausetoken.plugins import fingerprint
+from scaffolding import ACME_BILLING, T0, Clock
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-ACME = Scope("acme", namespace="billing")
+ACME = ACME_BILLING
 GLOBEX = Scope("globex", namespace="billing")
-T0 = 1_800_000_000.0
 REFUND = Interrupt("refund", payload=dict, response=dict)
 PAYLOAD = {"order_id": "order-secret-7731", "amount_cents": 500}
 YES = {"approved": True, "note": "answer-secret-1188"}
 NO = {"approved": False}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Recorder:

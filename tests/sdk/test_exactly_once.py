@@ -37,28 +37,17 @@ from pausetoken.exceptions import (
     TokenRevoked,
 )
 from pausetoken.plugins import ClaimRequest, ClaimResult, PauseRecord, PauseState
+from scaffolding import ACME_BILLING, T0, Clock
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-ACME = Scope("acme", namespace="billing")
+ACME = ACME_BILLING
 GLOBEX = Scope("globex", namespace="billing")
-T0 = 1_800_000_000.0
 REFUND = Interrupt("refund", payload=dict, response=dict)
 PAYLOAD = {"order_id": "o-1", "amount_cents": 500}
 YES = {"approved": True}
 NO = {"approved": False}
-
-
-class Clock:
-    def __init__(self, start: float = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def memory_store() -> MemoryStore:

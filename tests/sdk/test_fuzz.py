@@ -31,11 +31,10 @@ from pausetoken import (
     MemoryStore,
     MemoryStoreWarning,
     PauseTokens,
-    Scope,
 )
 from pausetoken.exceptions import PauseTokenError
+from scaffolding import ACME
 
-ACME = Scope("acme")
 SECRET = secrets.token_bytes(32)
 KID = "fuzz-key"
 ANSWER = {"approved": True}

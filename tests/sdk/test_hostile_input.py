@@ -24,7 +24,6 @@ from pausetoken import (
     MemoryCheckpoints,
     MemoryStore,
     PauseTokens,
-    Scope,
     Settings,
 )
 from pausetoken.exceptions import (
@@ -35,20 +34,11 @@ from pausetoken.exceptions import (
     PrincipalMismatch,
     TokenExpired,
 )
+from scaffolding import ACME, Clock
 
 pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")
 
-ACME = Scope("acme")
-T0 = 1_800_000_000.0
 SECRET = "SSN-078-05-1120"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Level(enum.Enum):

@@ -14,7 +14,6 @@ from pausetoken import (
     MemoryStore,
     MemoryStoreWarning,
     PauseTokens,
-    Scope,
     TokenStatus,
     kinds,
 )
@@ -30,8 +29,7 @@ from pausetoken.kinds import (
     Question,
     Questions,
 )
-
-ACME = Scope("acme")
+from scaffolding import ACME
 
 
 @pytest.fixture

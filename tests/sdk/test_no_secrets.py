@@ -17,11 +17,10 @@ from pausetoken import (
     MemoryStore,
     MemoryStoreWarning,
     PauseTokens,
-    Scope,
 )
+from scaffolding import ACME
 from secrets_watch import SecretsWatch
 
-ACME = Scope("acme")
 PAYLOAD = {"order_id": "order-secret-90125"}
 ANSWER = {"note": "answer-secret-44817"}
 

@@ -21,13 +21,12 @@ from pausetoken import (
     MemoryStoreWarning,
     Observer,
     PauseTokens,
-    Scope,
 )
 from pausetoken.exceptions import AlreadyRedeemed
 from pausetoken.otel import OpenTelemetryObserver
 from pausetoken.plugins import fingerprint
+from scaffolding import ACME
 
-ACME = Scope("acme")
 REFUND = Interrupt("refund", payload=dict, response=dict)
 PAYLOAD = {"order_id": "order-secret-5521"}
 

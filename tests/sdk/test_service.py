@@ -45,13 +45,13 @@ from pausetoken.exceptions import (
     UnsupportedPayload,
 )
 from pausetoken.plugins import PauseState, fingerprint
+from scaffolding import ACME_BILLING, Clock
 
 if TYPE_CHECKING:
     import cattrs
 
-ACME = Scope("acme", namespace="billing")
+ACME = ACME_BILLING
 GLOBEX = Scope("globex", namespace="billing")
-T0 = 1_800_000_000.0
 
 
 @attrs.frozen
@@ -75,17 +75,6 @@ def needs_note_for_large_refunds(decision: Decision, refund: Refund) -> None:
 REFUND = Interrupt(
     "refund", payload=Refund, response=Decision, validate=needs_note_for_large_refunds
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

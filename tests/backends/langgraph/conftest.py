@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph_support import APPROVAL, SAVERS, Clock, Effects, Graphs, postgresql_schema
+from langgraph_support import APPROVAL, SAVERS, Effects, Graphs, postgresql_schema
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken_langgraph import LangGraphCheckpoints
+from scaffolding import Clock
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -60,7 +61,7 @@ async def store(tmp_path: Path) -> AsyncIterator[TokenStore]:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(1_900_000_000.0)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 import servers
-from pausetoken import Interrupt, Scope
+from pausetoken import Interrupt
 from pausetoken_langgraph import ask
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 POSTGRESQL_ENV = "PAUSETOKEN_TEST_POSTGRESQL_URL"
 SAVERS = ("memory", "sqlite", "postgresql")
-ACME = Scope("acme")
 
 
 @attrs.frozen
@@ -56,16 +55,6 @@ def postgresql_url() -> str:
     if not url:
         pytest.skip(f"{POSTGRESQL_ENV} is not set: no PostgreSQL server to test against")
     return psycopg_conninfo(url)
-
-
-@attrs.define
-class Clock:
-    """A clock the tests move by hand."""
-
-    now: float = 1_900_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @attrs.define

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
-from langgraph_support import ACME, State, thread
+from langgraph_support import State, thread
 
 from pausetoken import TokenStatus, hash_payload
 from pausetoken.exceptions import AlreadyRedeemed, InvalidResponse, UnknownInterrupt
@@ -26,6 +26,7 @@ from pausetoken_langgraph import (
     register_langchain,
     resume,
 )
+from scaffolding import ACME
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
-from langgraph_support import ACME, APPROVAL, Effects, Graphs, Refund, State, thread
+from langgraph_support import APPROVAL, Effects, Graphs, Refund, State, thread
 
 from pausetoken import (
     JoseSigner,
@@ -42,6 +42,7 @@ from pausetoken_langgraph import (
     resume,
     unwrap,
 )
+from scaffolding import ACME
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,7 +12,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
-from langgraph_support import ACME, APPROVAL, Decision, Refund, State, thread
+from langgraph_support import APPROVAL, Decision, Refund, State, thread
 
 from pausetoken import (
     Interrupt,
@@ -35,14 +35,16 @@ from pausetoken.exceptions import (
     UnknownInterrupt,
 )
 from pausetoken_langgraph import LangGraphCheckpoints, ask, mint_pending, resume
+from scaffolding import ACME
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     import cattrs
-    from langgraph_support import Clock, Effects, Graphs
+    from langgraph_support import Effects, Graphs
 
     from pausetoken import TokenStore
+    from scaffolding import Clock
 
 APPROVE = {"approved": True, "note": "ok"}
 REJECT = {"approved": False}

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from agents import set_tracing_disabled
-from openai_agents_support import ACME, Refunds, refund_agent
+from openai_agents_support import Refunds, refund_agent
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken.exceptions import PauseTokenError
 from pausetoken_openai_agents import AgentRunCheckpoints, Decision, SQLRunStates, resume
+from scaffolding import ACME
 
 
 class Ledger(list[dict[str, Any]]):

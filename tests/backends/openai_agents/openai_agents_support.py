@@ -11,8 +11,6 @@ from agents import Agent, ModelResponse, Usage, function_tool
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
 
-from pausetoken import Scope
-
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -22,8 +20,6 @@ if TYPE_CHECKING:
     from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 POSTGRESQL_ENV = "PAUSETOKEN_TEST_POSTGRESQL_URL"
-ACME = Scope("acme")
-GLOBEX = Scope("globex")
 REFUND_ARGUMENTS = {"order_id": "A-1001", "amount_cents": 1999}
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from agents import Runner
-from openai_agents_support import ACME, Refunds, refund_agent, run_id
+from openai_agents_support import Refunds, refund_agent, run_id
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken.exceptions import RedemptionInProgress, StaleToken
@@ -27,6 +27,7 @@ from pausetoken_openai_agents import (
     mint_pending,
     resume,
 )
+from scaffolding import ACME, worker_env
 
 WORKERS = 6
 RUNS = 4
@@ -119,6 +120,7 @@ async def test_racing_processes_run_each_approved_tool_exactly_once(
             jwks,
             str(path),
             str(ledger),
+            env=worker_env(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

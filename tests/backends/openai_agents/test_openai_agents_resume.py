@@ -10,8 +10,6 @@ import attrs
 import pytest
 from agents import RunHooks, Runner
 from openai_agents_support import (
-    ACME,
-    GLOBEX,
     REFUND_ARGUMENTS,
     FakeModel,
     Refunds,
@@ -44,6 +42,7 @@ from pausetoken_openai_agents import (
     resume,
     state_digest,
 )
+from scaffolding import ACME, GLOBEX
 
 if TYPE_CHECKING:
     from collections.abc import Callable

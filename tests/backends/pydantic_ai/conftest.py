@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic_ai.conversation_store import InMemoryConversationStore
-from pydantic_ai_support import Clock, Ledger, build_agent
+from pydantic_ai_support import Ledger, build_agent
 
 import servers
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken_pydantic_ai import ConversationCheckpoints, register
+from scaffolding import Clock
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -57,7 +59,7 @@ def conversations() -> InMemoryConversationStore:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(time.time())  # tokens carry real times
 
 
 @pytest.fixture

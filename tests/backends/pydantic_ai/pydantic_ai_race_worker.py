@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai_support import ACME, Ledger, build_agent
+from pydantic_ai_support import Ledger, build_agent
 from sqlite_conversations import SQLiteConversationStore
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken.exceptions import PauseTokenError
 from pausetoken_pydantic_ai import ConversationCheckpoints, register, resume
+from scaffolding import ACME
 
 
 class FileLedger(list[Any]):

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import attrs
 from pydantic_ai import Agent
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
-
-from pausetoken import Scope
-
-ACME = Scope("acme")
-GLOBEX = Scope("globex")
-
-
-@attrs.define
-class Clock:
-    """A clock the tests move by hand (starts at the real time: tokens carry real iat)."""
-
-    now: float = attrs.field(factory=time.time)
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @attrs.define

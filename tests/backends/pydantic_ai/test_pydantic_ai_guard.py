@@ -12,10 +12,11 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults
-from pydantic_ai_support import ACME, Ledger
+from pydantic_ai_support import Ledger
 
 from pausetoken.exceptions import PayloadMismatch
 from pausetoken_pydantic_ai import MARKER, ApprovedArgs, args_digest, mint_approvals, resume
+from scaffolding import ACME
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

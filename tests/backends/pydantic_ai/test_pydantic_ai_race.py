@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic_ai.conversation import Conversation
-from pydantic_ai_support import ACME, Ledger, build_agent
+from pydantic_ai_support import Ledger, build_agent
 from sqlite_conversations import SQLiteConversationStore
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens
@@ -23,14 +23,15 @@ from pausetoken.exceptions import (
     StoreUnavailable,
 )
 from pausetoken_pydantic_ai import ConversationCheckpoints, mint_approvals, register, resume
+from scaffolding import ACME, worker_env
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pydantic_ai.conversation_store import InMemoryConversationStore
-    from pydantic_ai_support import Clock
 
     from pausetoken import TokenStore
+    from scaffolding import Clock
 
 APPROVE: dict[str, Any] = {"type": "approve"}
 WORKERS = 8
@@ -156,6 +157,7 @@ async def test_racing_processes_run_each_approved_tool_exactly_once(
                 sys.executable,
                 str(WORKER),
                 *argv,
+                env=worker_env(),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -10,7 +10,7 @@ from pydantic_ai.conversation import Conversation
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolApproved
-from pydantic_ai_support import ACME, GLOBEX, Ledger, build_agent
+from pydantic_ai_support import Ledger, build_agent
 
 from pausetoken import KeyRing
 from pausetoken.exceptions import (
@@ -29,15 +29,16 @@ from pausetoken_pydantic_ai import (
     mint_approvals,
     resume,
 )
+from scaffolding import ACME, GLOBEX
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pydantic_ai.conversation_store import InMemoryConversationStore
-    from pydantic_ai_support import Clock
 
     from pausetoken import InterruptEvent, PauseTokens
     from pausetoken_pydantic_ai import ToolApproval
+    from scaffolding import Clock
 
 APPROVE: dict[str, Any] = {"type": "approve"}
 
