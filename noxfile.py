@@ -154,6 +154,28 @@ BACKENDS: dict[str, tuple[list[str], list[str], str | None]] = {
         ["tests/backends/openai_agents"],
         None,
     ),
+    # Tool calls and tokens on SQLite, and on PostgreSQL as above; the approval page in-process
+    # (httpx drives it in the example, as a browser would).
+    "mcp": (
+        [
+            "./sdk[testing,cli,http]",
+            "./backends/sqlalchemy[sqlite,postgresql]",
+            "./backends/mcp[sqlite,postgresql]",
+            "httpx",
+        ],
+        ["tests/backends/mcp"],
+        None,
+    ),
+    # Thread states and tokens on SQLite, and on PostgreSQL as above.
+    "agui": (
+        [
+            "./sdk[testing,cli]",
+            "./backends/sqlalchemy[sqlite,postgresql]",
+            "./backends/agui[sqlite,postgresql]",
+        ],
+        ["tests/backends/agui"],
+        None,
+    ),
     # The HTTP router (in-process, behind uvicorn, fuzzed), the approval page in Debian's
     # Chromium, `pausetoken demo --serve` and the HTTP pages' code blocks.
     "http": (

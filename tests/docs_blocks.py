@@ -60,6 +60,8 @@ EXAMPLES: Final = {
     "examples/langgraph_approval.py": True,
     "examples/pydantic_ai_approval.py": True,
     "examples/openai_agents_approval.py": True,
+    "examples/mcp_approval.py": True,
+    "examples/agui_approval.py": True,
 }
 
 _REDEMPTION_PRELUDE: Final = """

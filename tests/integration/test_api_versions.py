@@ -21,6 +21,8 @@ BACKENDS = [
     ("checkpoints", "langgraph", "pausetoken_langgraph"),
     ("checkpoints", "pydantic-ai", "pausetoken_pydantic_ai"),
     ("checkpoints", "openai-agents", "pausetoken_openai_agents"),
+    ("checkpoints", "mcp", "pausetoken_mcp"),
+    ("checkpoints", "agui", "pausetoken_agui"),
 ]
 
 SCRIPT = textwrap.dedent(

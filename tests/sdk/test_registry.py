@@ -476,6 +476,8 @@ FIRST_PARTY = {
     "backends/langgraph/src/pausetoken_langgraph/_reader.py": ("LangGraphCheckpoints", 1),
     "backends/pydantic-ai/src/pausetoken_pydantic_ai/_reader.py": ("ConversationCheckpoints", 1),
     "backends/openai-agents/src/pausetoken_openai_agents/_reader.py": ("AgentRunCheckpoints", 1),
+    "backends/mcp/src/pausetoken_mcp/_reader.py": ("ToolCallCheckpoints", 1),
+    "backends/agui/src/pausetoken_agui/_reader.py": ("ThreadCheckpoints", 1),
 }
 
 

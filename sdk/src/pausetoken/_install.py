@@ -23,6 +23,8 @@ _CHECKOUT_PATHS: Final = {
     "pausetoken-mongo": "./backends/mongo",
     "pausetoken-pydantic-ai": "./backends/pydantic-ai",
     "pausetoken-openai-agents": "./backends/openai-agents",
+    "pausetoken-mcp": "./backends/mcp",
+    "pausetoken-agui": "./backends/agui",
 }
 # Core extras that only pull in a backend distribution: from a checkout, name the backend.
 _BACKEND_EXTRAS: Final = {
@@ -35,6 +37,8 @@ _BACKEND_EXTRAS: Final = {
     "mongo": ("pausetoken-mongo", ""),
     "pydantic-ai": ("pausetoken-pydantic-ai", ""),
     "openai-agents": ("pausetoken-openai-agents", ""),
+    "mcp": ("pausetoken-mcp", ""),
+    "agui": ("pausetoken-agui", ""),
 }
 
 
