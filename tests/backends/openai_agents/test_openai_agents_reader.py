@@ -153,6 +153,19 @@ async def test_a_state_is_replaced_only_over_the_expected_one(any_states: RunSta
     assert await any_states.save(run, "third", replaces=state_digest("first")) is False
 
 
+async def test_a_refused_postgresql_connection_is_store_unavailable() -> None:
+    # Nothing listens on port 1: asyncpg raises OSError past SQLAlchemy at once.
+    states = SQLRunStates("postgresql+asyncpg://postgres@127.0.0.1:1/none")
+    try:
+        with pytest.raises(StoreUnavailable) as refused:
+            await states.save("run", "secret state", replaces=None)
+        assert "secret state" not in str(refused.value)
+        with pytest.raises(StoreUnavailable):
+            await states.load("run")
+    finally:
+        await states.aclose()
+
+
 async def test_an_unreachable_database_is_store_unavailable(tmp_path: Path) -> None:
     states = SQLRunStates(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'runs.db'}")
     try:

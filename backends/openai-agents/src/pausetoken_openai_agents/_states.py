@@ -149,7 +149,7 @@ class SQLRunStates:
                 found = await conn.scalar(
                     self._sa.select(self.table.c.state).where(self.table.c.run_id == run_id)
                 )
-        except self._sa.exc.SQLAlchemyError as exc:
+        except (self._sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
         return None if found is None else str(found)
 
@@ -179,7 +179,7 @@ class SQLRunStates:
                     .values(digest=digest, state=state)
                 )
                 return bool(_rowcount(result) == 1)
-        except sa.exc.SQLAlchemyError as exc:
+        except (sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
 
     async def aclose(self) -> None:
@@ -193,6 +193,7 @@ def _rowcount(result: Any) -> int:
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
-    # The driver's message may quote the statement's parameters (a run state): type only.
+    # A driver that cannot connect (asyncpg) raises OSError past SQLAlchemy. Its message, and
+    # that of a failed statement, may quote the statement's parameters (a run state): type only.
     msg = f"the run state store failed: {type(exc).__name__}"
     return StoreUnavailable(msg)
