@@ -36,6 +36,17 @@ def test_every_public_name_is_exported_and_documented() -> None:
         assert getattr(obj, "__doc__", None), f"{name} has no docstring"
 
 
+def test_the_version_is_the_installed_distributions_and_unknown_names_are_refused() -> None:
+    from importlib.metadata import version
+
+    import pausetoken
+
+    assert pausetoken.__version__ == version("pausetoken")
+    assert {"PauseTokens", "__version__", "__all__"} <= set(dir(pausetoken))
+    with pytest.raises(AttributeError, match="PauseToken"):
+        getattr(pausetoken, "PauseToken")  # noqa: B009 - a name the stub does not declare
+
+
 # The core never imports a backend: backends import the core (and plug in through entry
 # points), so an import the other way would be a cycle between distributions.
 _BACKENDS = frozenset({"pausetoken_sqlalchemy", "pausetoken_langgraph", "langgraph", "sqlalchemy"})
