@@ -20,6 +20,7 @@ from pausetoken.exceptions import (
     RedemptionInProgress,
     ScopeMismatch,
     StaleToken,
+    StoreUnavailable,
 )
 from pausetoken_mcp import (
     ELICITATION_KEY,
@@ -27,6 +28,7 @@ from pausetoken_mcp import (
     CallState,
     Pending,
     Rejected,
+    SQLToolCalls,
     ToolApprovals,
     ToolCallCheckpoints,
 )
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pausetoken import TokenStore
-    from pausetoken_mcp import SQLToolCalls
 
 ACCEPTED: Any = {ELICITATION_KEY: ElicitResult(action="accept")}
 
@@ -232,3 +233,18 @@ async def test_a_takeover_after_an_unconfirmed_commit_never_runs_the_tool_twice(
     record = await calls.load(json.loads(state)["call"])
     assert record is not None
     assert record.state is CallState.STARTED
+
+
+async def test_a_refused_postgresql_connection_is_store_unavailable() -> None:
+    # Nothing listens on port 1: asyncpg raises OSError past SQLAlchemy at once.
+    calls = SQLToolCalls("postgresql+asyncpg://postgres@127.0.0.1:1/none")
+    try:
+        with pytest.raises(StoreUnavailable) as refused:
+            await calls.open("call-1", {"secret": "payload"})
+        assert "payload" not in str(refused.value)
+        with pytest.raises(StoreUnavailable):
+            await calls.load("call-1")
+        with pytest.raises(StoreUnavailable):
+            await calls.advance("call-1", expected=CallState.WAITING, state=CallState.APPROVED)
+    finally:
+        await calls.aclose()

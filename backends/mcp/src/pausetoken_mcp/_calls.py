@@ -200,7 +200,7 @@ class SQLToolCalls:
         except sa.exc.IntegrityError as exc:
             msg = "a tool call with this id is already recorded"
             raise ConfigurationError(msg) from exc
-        except sa.exc.SQLAlchemyError as exc:
+        except (sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
 
     async def load(self, call_id: str) -> CallRecord | None:
@@ -220,7 +220,7 @@ class SQLToolCalls:
                         )
                     )
                 ).first()
-        except self._sa.exc.SQLAlchemyError as exc:
+        except (self._sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
         if row is None:
             return None
@@ -257,7 +257,7 @@ class SQLToolCalls:
                     .where(table.c.call_id == call_id, table.c.state == expected.value)
                     .values(**values)
                 )
-        except self._sa.exc.SQLAlchemyError as exc:
+        except (self._sa.exc.SQLAlchemyError, OSError) as exc:
             raise _unavailable(exc) from exc
         return _rowcount(result) == 1
 
@@ -272,6 +272,7 @@ def _rowcount(result: Any) -> int:
 
 
 def _unavailable(exc: Exception) -> StoreUnavailable:
-    # The driver's message may quote the statement's parameters (a payload): type only.
+    # A driver that cannot connect (asyncpg) raises OSError past SQLAlchemy. Its message, and
+    # that of a failed statement, may quote the statement's parameters (a payload): type only.
     msg = f"the tool call store failed: {type(exc).__name__}"
     return StoreUnavailable(msg)
