@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from typing import TYPE_CHECKING
 
 import pytest
-from mcp_support import Clock
 
 import servers
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken_mcp import SQLToolCalls, ToolApprovals, ToolCallCheckpoints
+from scaffolding import Clock
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -58,7 +59,8 @@ async def calls(database_url: str) -> AsyncIterator[SQLToolCalls]:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    # Real time: the approval page's tokens carry a real iat.
+    return Clock(time.time())
 
 
 @pytest.fixture

@@ -1,30 +1,16 @@
-"""What the MCP integration tests share: a hand-moved clock and the page's answer."""
+"""What the MCP integration tests share: the arguments, the first round, the page's answer."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import attrs
 from mcp_types import ElicitRequestURLParams, InputRequiredResult
 
-from pausetoken import Scope
 from pausetoken.asgi import Caller, ResumeRequest
 from pausetoken_mcp import ELICITATION_KEY, Pending
+from scaffolding import ACME
 
-ACME = Scope("acme")
-GLOBEX = Scope("globex")
 ARGS: dict[str, Any] = {"order": "order-1", "amount_cents": 1250}
-
-
-@attrs.define
-class Clock:
-    """A clock the tests move by hand (starts at the real time: tokens carry real iat)."""
-
-    now: float = attrs.field(factory=time.time)
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def first_round(step: object) -> tuple[str, str]:

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp_support import ACME, ARGS, GLOBEX, Clock, first_round, page_answer
+from mcp_support import ARGS, first_round, page_answer
 from mcp_types import ElicitResult
 
 from pausetoken.exceptions import (
@@ -32,6 +32,7 @@ from pausetoken_mcp import (
     ToolApprovals,
     ToolCallCheckpoints,
 )
+from scaffolding import ACME, GLOBEX, Clock
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
-from mcp_support import ACME, ARGS, Clock, first_round, page_answer
+from mcp_support import ARGS, first_round, page_answer
 from mcp_types import ElicitResult
 
 from pausetoken import (
@@ -47,6 +47,7 @@ from pausetoken_mcp import (
     ToolCallCheckpoints,
     register,
 )
+from scaffolding import ACME, Clock
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

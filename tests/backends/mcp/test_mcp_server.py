@@ -9,7 +9,7 @@ from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_support import ACME, ARGS, GLOBEX, first_round, page_answer
+from mcp_support import ARGS, first_round, page_answer
 from mcp_types import CallToolResult, ElicitResult, InputRequiredResult, TextContent
 
 from pausetoken import KeyRing, Scope
@@ -21,6 +21,7 @@ from pausetoken_mcp import (
     ToolApprovals,
     as_tool_errors,
 )
+from scaffolding import ACME, GLOBEX
 
 if TYPE_CHECKING:
     from collections.abc import Callable
