@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import attrs
 from ag_ui.core import Interrupt as AguiInterrupt
 from ag_ui.core import ResumeEntry, RunAgentInput, RunFinishedEvent, RunFinishedInterruptOutcome
 
-from pausetoken import Interrupt, Scope
+from pausetoken import Interrupt
 from pausetoken_agui import Ask, Outcome, Resumable, Resumption
-
-ACME = Scope("acme")
-GLOBEX = Scope("globex")
-
-
-@attrs.define
-class Clock:
-    """A clock the tests move by hand (starts at the real time: tokens carry real iat)."""
-
-    now: float = attrs.field(factory=time.time)
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @attrs.frozen

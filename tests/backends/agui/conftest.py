@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from agui_support import REFUND, Clock, RefundAgent
+from agui_support import REFUND, RefundAgent
 
 import servers
 from pausetoken import JoseSigner, KeyRing, PauseTokens, open_store
 from pausetoken_agui import AgUi, SQLThreadStates, ThreadCheckpoints
+from scaffolding import Clock
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -60,7 +62,8 @@ async def states(engine: str) -> AsyncIterator[SQLThreadStates]:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    # Real time: the tokens carry a real iat.
+    return Clock(time.time())
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 import pytest
-from agui_support import ACME, REFUND, Decision, interrupts, start
+from agui_support import REFUND, Decision, interrupts, start
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +39,7 @@ from pausetoken_agui import (
     run_error,
     type_schema,
 )
+from scaffolding import ACME
 
 # Services here live in one process: the memory store's warning says nothing new.
 pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")

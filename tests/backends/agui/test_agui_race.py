@@ -6,7 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from agui_support import ACME, APPROVE, RefundAgent, answer, interrupts, resume, start
+from agui_support import APPROVE, RefundAgent, answer, interrupts, resume, start
 
 from pausetoken import PauseTokens
 from pausetoken.exceptions import (
@@ -17,13 +17,13 @@ from pausetoken.exceptions import (
     StoreUnavailable,
 )
 from pausetoken_agui import METADATA_KEY, AgUi
+from scaffolding import ACME
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agui_support import Clock
-
     from pausetoken import TokenStore
+    from scaffolding import Clock
 
 WORKERS = 8
 THREADS = 4

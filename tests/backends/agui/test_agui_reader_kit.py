@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import pytest
-from agui_support import ACME, APPROVE, REFUND, RefundAgent, answer, interrupts, resume, start
+from agui_support import APPROVE, REFUND, RefundAgent, answer, interrupts, resume, start
 
 from pausetoken import JoseSigner, KeyRing, MemoryStore, PauseTokens, PendingInterrupt
 from pausetoken.exceptions import CheckpointLost, CheckpointNotFound, StaleToken
@@ -39,6 +39,7 @@ from pausetoken_agui import (
     Resumption,
     ThreadCheckpoints,
 )
+from scaffolding import ACME
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

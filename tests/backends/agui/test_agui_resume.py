@@ -12,9 +12,7 @@ import pytest
 from ag_ui.core import RunFinishedSuccessOutcome
 from ag_ui.encoder import EventEncoder
 from agui_support import (
-    ACME,
     APPROVE,
-    GLOBEX,
     REFUND,
     Refund,
     RefundAgent,
@@ -39,14 +37,15 @@ from pausetoken.exceptions import (
     UnknownInterrupt,
 )
 from pausetoken_agui import METADATA_KEY, AgUi, Ask, ProofRefused, Resumable, ThreadState
+from scaffolding import ACME, GLOBEX
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ag_ui.core import Interrupt as AguiInterrupt
-    from agui_support import Clock
 
     from pausetoken_agui import SQLThreadStates
+    from scaffolding import Clock
 
 
 async def paused(agui: AgUi, agent: RefundAgent, thread: str) -> AguiInterrupt:
