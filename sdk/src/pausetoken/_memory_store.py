@@ -77,10 +77,6 @@ def _same_lease(row: PauseRecord, lease_id: str) -> bool:
     )
 
 
-def _holds(row: PauseRecord, lease_id: str) -> bool:
-    return row.state is PauseState.CLAIMED and _same_lease(row, lease_id)
-
-
 class MemoryStore:
     """A [`TokenStore`][pausetoken.TokenStore] kept in a dictionary of this process.
 
@@ -161,8 +157,7 @@ class MemoryStore:
         """
         key = request.pause_key
         with self._lock:
-            self._check_open()
-            row = self._rows.get(key)
+            row = self._row(key)
             if row is None or (
                 row.state is PauseState.CLAIMED
                 and row.lease_until is not None
@@ -204,9 +199,8 @@ class MemoryStore:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
-            self._check_open()
-            row = self._rows.get(pause_key)
-            if row is None or not _holds(row, lease_id):
+            row = self._held(pause_key, lease_id)
+            if row is None:
                 return False
             if row.lease_until is None or row.lease_until < lease_until:
                 self._rows[pause_key] = attrs.evolve(row, lease_until=lease_until)
@@ -225,8 +219,7 @@ class MemoryStore:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
-            self._check_open()
-            row = self._rows.get(pause_key)
+            row = self._row(pause_key)
             if row is None or not _same_lease(row, lease_id):
                 return False
             if row.state is PauseState.REDEEMED:
@@ -249,9 +242,7 @@ class MemoryStore:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
-            self._check_open()
-            row = self._rows.get(pause_key)
-            if row is None or not _holds(row, lease_id):
+            if self._held(pause_key, lease_id) is None:
                 return False
             del self._rows[pause_key]
             return True
@@ -272,8 +263,7 @@ class MemoryStore:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
-            self._check_open()
-            row = self._rows.get(pause_key)
+            row = self._row(pause_key)
             if row is None:
                 row = PauseRecord(
                     pause_key=pause_key,
@@ -307,8 +297,7 @@ class MemoryStore:
             StoreUnavailable: if the store was closed.
         """
         with self._lock:
-            self._check_open()
-            return self._rows.get(pause_key)
+            return self._row(pause_key)
 
     async def purge(self, before: datetime) -> int:
         """Delete rows whose ``expires_at`` is strictly before ``before``.
@@ -334,6 +323,21 @@ class MemoryStore:
         """
         with self._lock:
             self._check_open()
+
+    def _row(self, pause_key: str) -> PauseRecord | None:
+        """The row of ``pause_key``, if any (lock held); raises once the store was closed."""
+        # The flag is read here and _check_open() called only to raise: every claim and
+        # commit passes here, and pays for one call, not two.
+        if self._closed:
+            self._check_open()
+        return self._rows.get(pause_key)
+
+    def _held(self, pause_key: str, lease_id: str) -> PauseRecord | None:
+        """The row of ``pause_key`` if ``lease_id`` holds the claim on it (lock held)."""
+        row = self._row(pause_key)
+        if row is None or row.state is not PauseState.CLAIMED or not _same_lease(row, lease_id):
+            return None
+        return row
 
     def _raise_expiry(self, row: PauseRecord, expires_at: datetime) -> PauseRecord:
         """Store ``row`` with the later of its expiry and ``expires_at`` (lock held)."""
