@@ -84,21 +84,12 @@ _REDEEMING: Final = (
     _E.CommitUnconfirmed,
 )
 # What describing a pause may refuse with: redeeming's checks before its claim, and a
-# pause that is settled or being answered.
-_DESCRIBING: Final = (
-    _E.InvalidToken,
-    _E.TokenExpired,
-    _E.TokenRevoked,
-    _E.ScopeMismatch,
-    _E.PrincipalMismatch,
-    _E.UnknownInterrupt,
-    _E.PayloadMismatch,
-    _E.CheckpointNotFound,
-    _E.CheckpointLost,
-    _E.StaleToken,
-    _E.AlreadyRedeemed,
-    _E.RedemptionInProgress,
-    _E.StoreUnavailable,
+# pause that is settled or being answered; not what only an answer (its type) or a held
+# claim (its lease, its commit) brings.
+_DESCRIBING: Final = tuple(
+    error
+    for error in _REDEEMING
+    if error not in {_E.InvalidResponse, _E.LeaseLost, _E.CommitUnconfirmed}
 )
 # The router's own faults: the application's functions failed or returned something else.
 _FAULTS: Final = (
@@ -169,6 +160,23 @@ def _problems(codes: dict[str, list[str]], *, html: bool = False) -> dict[str, A
         if status in _HEADERS:
             responses[status]["headers"] = _HEADERS[status]
     return responses
+
+
+def _json_responses(
+    description: str,
+    schema: dict[str, Any],
+    refusals: tuple[type[PauseTokenError], ...],
+    *faults: str,
+) -> dict[str, Any]:
+    """A JSON route's responses: 200 with ``schema``, or a problem with one of its codes.
+
+    Every such route reads a JSON body and refuses a token in the URL, besides ``refusals``
+    and the router's own ``faults``.
+    """
+    return {
+        "200": {"description": description, "content": {"application/json": {"schema": schema}}},
+        **_problems(_codes(refusals, *_REQUEST_SHAPE, "token_in_url", *faults)),
+    }
 
 
 def _json_body(schema: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -288,20 +296,9 @@ def _page_paths(limit: int) -> dict[str, Any]:
                 ),
                 "parameters": _page_headers(),
                 "requestBody": _json_body(token_only, limit),
-                "responses": {
-                    "200": {
-                        "description": "The pending pause.",
-                        "content": {"application/json": {"schema": _DESCRIBED}},
-                    },
-                    **_problems(
-                        _codes(
-                            (*page_refusals, *_DESCRIBING),
-                            *_REQUEST_SHAPE,
-                            "token_in_url",
-                            _FAULTS[0],
-                        )
-                    ),
-                },
+                "responses": _json_responses(
+                    "The pending pause.", _DESCRIBED, (*page_refusals, *_DESCRIBING), _FAULTS[0]
+                ),
             },
         },
         "/approve/answer": {
@@ -316,20 +313,9 @@ def _page_paths(limit: int) -> dict[str, Any]:
                 ),
                 "parameters": [*_page_headers(), _token_header()],
                 "requestBody": _json_body(_answer_schema(), limit),
-                "responses": {
-                    "200": {
-                        "description": "Accepted.",
-                        "content": {"application/json": {"schema": _ANSWERED}},
-                    },
-                    **_problems(
-                        _codes(
-                            (*page_refusals, *_REDEEMING),
-                            *_REQUEST_SHAPE,
-                            "token_in_url",
-                            *_FAULTS,
-                        )
-                    ),
-                },
+                "responses": _json_responses(
+                    "Accepted.", _ANSWERED, (*page_refusals, *_REDEEMING), *_FAULTS
+                ),
             },
         },
     }
@@ -362,15 +348,12 @@ def openapi_document(
                 ),
                 "parameters": [_token_header()],
                 "requestBody": _json_body(_answer_schema(), max_body_bytes),
-                "responses": {
-                    "200": {
-                        "description": "Accepted: the run resumed (or had, for a retry).",
-                        "content": {"application/json": {"schema": _ANSWERED}},
-                    },
-                    **_problems(
-                        _codes((*_READING, *_REDEEMING), *_REQUEST_SHAPE, "token_in_url", *_FAULTS)
-                    ),
-                },
+                "responses": _json_responses(
+                    "Accepted: the run resumed (or had, for a retry).",
+                    _ANSWERED,
+                    (*_READING, *_REDEEMING),
+                    *_FAULTS,
+                ),
             },
         },
         "/openapi.json": {
