@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
@@ -175,17 +175,23 @@ def _service_from_env(command: str) -> PauseTokens:
     return PauseTokens.from_settings(settings, checkpoints=MemoryCheckpoints())
 
 
-def _status(args: argparse.Namespace) -> int:
+def _ask_store(command: Literal["status", "revoke"], args: argparse.Namespace) -> str:
+    """Call the service's method ``command`` for the token of ``args``; the token's status."""
     import asyncio  # noqa: PLC0415 - only store commands run an event loop
 
     token = read_token(args.token)
     scope = parse_scope(args.scope)
 
     async def run() -> str:
-        async with _service_from_env("status") as tokens:
-            return (await tokens.status(token, scope=scope)).value
+        async with _service_from_env(command) as tokens:
+            status: str = (await getattr(tokens, command)(token, scope=scope)).value
+            return status
 
-    status = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def _status(args: argparse.Namespace) -> int:
+    status = _ask_store("status", args)
     if args.json:
         print_json({"status": status})
     else:
@@ -195,16 +201,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    import asyncio  # noqa: PLC0415 - only store commands run an event loop
-
-    token = read_token(args.token)
-    scope = parse_scope(args.scope)
-
-    async def run() -> str:
-        async with _service_from_env("revoke") as tokens:
-            return (await tokens.revoke(token, scope=scope)).value
-
-    status = asyncio.run(run())
+    status = _ask_store("revoke", args)
     if args.json:
         print_json({"status": status, "revoked": status == "revoked"})
     else:
