@@ -47,6 +47,7 @@ BACKEND_PAGES: Final = frozenset(
         "backends/sqlalchemy/README.md",
         "docs/langchain.md",
         "docs/langgraph.md",
+        "docs/sqlalchemy.md",
         "docs/stores.md",
     }
 )
