@@ -79,6 +79,14 @@ _SHIFTS = st.sampled_from(
         timedelta(seconds=30),
     ]
 )
+# What a claim draws besides its pause: the answer, the scope (and name), the lease's length
+# and how its expiry moves.
+_CLAIM_DRAWS: Final[dict[str, Any]] = {
+    "answer": st.integers(0, 1),
+    "scope": st.integers(0, 1),
+    "lease": _STEPS,
+    "shift": _SHIFTS,
+}
 # Whose lease a renew, commit or release presents.
 _WHO = st.sampled_from(("holder", "holder", "old", "stranger"))
 #: Seconds a single store call may take before the machine gives up on it.
@@ -269,53 +277,48 @@ class TokenStoreMachine(RuleBasedStateMachine):
         if self.supports_purge:
             self._call(self.store.purge(self.now + timedelta(days=3650)))
 
-    @rule(
-        slot=st.integers(0, _SLOTS - 1),
-        answer=st.integers(0, 1),
-        scope=st.integers(0, 1),
-        lease=_STEPS,
-        shift=_SHIFTS,
-    )
+    @rule(slot=st.integers(0, _SLOTS - 1), **_CLAIM_DRAWS)
     def claim(self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta) -> None:
         """Claim a pause with a new lease; the outcome must be the model's."""
         self._claim(slot, answer, scope, lease, shift)
 
     @precondition(lambda self: self._held())
-    @rule(
-        pick=st.integers(0, _SLOTS - 1),
-        answer=st.integers(0, 1),
-        scope=st.integers(0, 1),
-        lease=_STEPS,
-        shift=_SHIFTS,
-    )
+    @rule(pick=st.integers(0, _SLOTS - 1), **_CLAIM_DRAWS)
     def take_over(
         self, pick: int, answer: int, scope: int, lease: timedelta, shift: timedelta
     ) -> None:
         """Let a claim's lease end (exactly now), then claim it: the new lease takes over."""
-        key = self._held()[pick % len(self._held())]
-        until = self.model[key].lease_until
-        assert until is not None
-        self.now = max(self.now, until)
+        key = self._end_lease(pick)
         self._claim(self.keys.index(key), answer, scope, lease, shift)
 
     @precondition(lambda self: self._held())
     @rule(pick=st.integers(0, _SLOTS - 1), shift=_SHIFTS)
     def commit_as_holder(self, pick: int, shift: timedelta) -> None:
         """The holder commits (the path a successful redemption takes)."""
-        key = self._held()[pick % len(self._held())]
-        self._commit(key, "holder", 0, shift)
+        self._commit(self._held_key(pick), "holder", 0, shift)
 
     @precondition(lambda self: self._held())
     @rule(pick=st.integers(0, _SLOTS - 1))
     def release_as_holder(self, pick: int) -> None:
         """The holder releases (the path a failed redemption takes)."""
-        key = self._held()[pick % len(self._held())]
-        self._release(key, "holder", 0)
+        self._release(self._held_key(pick), "holder", 0)
 
     def _held(self) -> list[str]:
         return [
             k for k in self.keys if k in self.model and self.model[k].state is PauseState.CLAIMED
         ]
+
+    def _held_key(self, pick: int) -> str:
+        held = self._held()
+        return held[pick % len(held)]
+
+    def _end_lease(self, pick: int) -> str:
+        """Move the clock to where a claimed pause's lease ends (exactly); the pause's key."""
+        key = self._held_key(pick)
+        until = self.model[key].lease_until
+        assert until is not None
+        self.now = max(self.now, until)
+        return key
 
     def _claim(
         self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
@@ -433,11 +436,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(0, _SLOTS - 1), scope=st.integers(0, 1), shift=_SHIFTS)
     def revoke_after_lease_ends(self, pick: int, scope: int, shift: timedelta) -> None:
         """Let a claim's lease end (exactly now), then revoke it: it becomes revoked."""
-        key = self._held()[pick % len(self._held())]
-        until = self.model[key].lease_until
-        assert until is not None
-        self.now = max(self.now, until)
-        self._revoke(key, scope, shift)
+        self._revoke(self._end_lease(pick), scope, shift)
 
     def _revoke(self, key: str, scope: int, shift: timedelta) -> None:
         expires = self.expires[self.keys.index(key)] + shift
