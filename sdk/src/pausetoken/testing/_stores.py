@@ -261,6 +261,15 @@ class StoreConformance:
         assert_same_record(record, expected, "revoke")
         return expected
 
+    async def _leave_in(self, store: TokenStore, state: str, request: ClaimRequest) -> None:
+        """Leave the pause of ``request`` revoked, redeemed by ``request``, or claimed by it."""
+        if state == "revoked":
+            await self._revoked(store, request.pause_key, request.now)
+        elif state == "redeemed":
+            await self._redeemed(store, request)
+        else:
+            await self._claimed(store, request)
+
     # -- claim ----------------------------------------------------------------------------
 
     async def test_claim_of_an_unknown_pause_is_claimed_and_every_field_recorded(
@@ -357,12 +366,7 @@ class StoreConformance:
     ) -> None:
         now, key = _now(), new_jti()
         first = self.request(key, now=now, lease_id="lease-a")
-        if state == "revoked":
-            await self._revoked(store, key, now)
-        elif state == "redeemed":
-            await self._redeemed(store, first)
-        else:
-            await self._claimed(store, first)
+        await self._leave_in(store, state, first)
         at = first.lease_until if state == "takeover" else now
         lower = self.request(key, now=at, expires_at=first.expires_at - TICK)
         await store.claim(lower)
@@ -608,12 +612,7 @@ class StoreConformance:
     ) -> None:
         now, key = _now(), new_jti()
         request = self.request(key, now=now, lease_id="lease-a")
-        if state == "revoked":
-            await self._revoked(store, key, now)
-        elif state == "redeemed":
-            await self._redeemed(store, request)
-        else:
-            await self._claimed(store, request)
+        await self._leave_in(store, state, request)
         lower = await store.revoke(key, SCOPE_HASH, NAME, request.expires_at - TICK, now)
         assert lower.expires_at == request.expires_at, "revoke lowered the expiry"
         higher = await store.revoke(key, SCOPE_HASH, NAME, request.expires_at + TICK, now)
