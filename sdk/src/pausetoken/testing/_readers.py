@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import attrs
 import pytest
 
-from pausetoken._claims import Scope
+from pausetoken._claims import Claims, Scope
 from pausetoken._hashing import hash_payload
 from pausetoken._keys import KeyRing
 from pausetoken._memory_store import MemoryStore, MemoryStoreWarning
@@ -77,6 +77,19 @@ class _Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class _Body:
+    """A redemption's body, counting its runs; then (``then``) the run goes on, as it would."""
+
+    def __init__(self, then: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.runs = 0
+        self._then = then
+
+    async def __call__(self) -> None:
+        self.runs += 1
+        if self._then is not None:
+            await self._then()
 
 
 class _CommitNeverArrives:
@@ -200,6 +213,29 @@ class ReaderConformance:
         )
         return event.token
 
+    async def _paused(self, reader: CheckpointReader) -> tuple[PauseTokens, PausedRun, str]:
+        """A service reading ``reader``, a new run paused, and the token minted for it."""
+        service = self._service(reader)
+        paused = await self.pause(reader)
+        return service, paused, await self._mint(service, paused)
+
+    async def _minted_claims(self, reader: CheckpointReader) -> Claims:
+        """The verified claims of a token minted for a new run's pause."""
+        service, _paused, token = await self._paused(reader)
+        return service.verify(token)
+
+    @staticmethod
+    async def _pending(
+        reader: CheckpointReader, claims: Claims, **instead: str
+    ) -> PendingInterrupt:
+        """``pending()`` of the pause ``claims`` names, with ``instead`` of any of its ids."""
+        where = {
+            "thread_id": claims.thread_id,
+            "checkpoint_id": claims.checkpoint_id,
+            "interrupt_id": claims.interrupt_id,
+        }
+        return await reader.pending(**(where | instead))
+
     async def _redeem(
         self,
         service: PauseTokens,
@@ -221,19 +257,14 @@ class ReaderConformance:
     async def test_a_minted_token_names_a_pause_the_reader_confirms(
         self, reader: CheckpointReader
     ) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        claims = service.verify(await self._mint(service, paused))
+        service, paused, token = await self._paused(reader)
+        claims = service.verify(token)
         assert claims.thread_id == paused.thread_id
         assert claims.checkpoint_id, "bind() returned no checkpoint id"
         assert claims.interrupt_id, "bind() returned no interrupt id"
         if paused.interrupt_id is not None:
             assert claims.interrupt_id == paused.interrupt_id
-        found = await reader.pending(
-            thread_id=claims.thread_id,
-            checkpoint_id=claims.checkpoint_id,
-            interrupt_id=claims.interrupt_id,
-        )
+        found = await self._pending(reader, claims)
         assert isinstance(found, PendingInterrupt)
         assert (found.thread_id, found.checkpoint_id, found.interrupt_id) == (
             claims.thread_id,
@@ -246,101 +277,58 @@ class ReaderConformance:
     async def test_pending_is_repeatable_and_changes_nothing(
         self, reader: CheckpointReader
     ) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        claims = service.verify(await self._mint(service, paused))
-        where = {
-            "thread_id": claims.thread_id,
-            "checkpoint_id": claims.checkpoint_id,
-            "interrupt_id": claims.interrupt_id,
-        }
-        first = await reader.pending(**where)
-        second = await reader.pending(**where)
+        claims = await self._minted_claims(reader)
+        first = await self._pending(reader, claims)
+        second = await self._pending(reader, claims)
         assert hash_payload(first.value) == hash_payload(second.value)
         assert first == second
 
     async def test_pending_of_an_unknown_thread_is_not_found(
         self, reader: CheckpointReader
     ) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        claims = service.verify(await self._mint(service, paused))
+        claims = await self._minted_claims(reader)
         with pytest.raises(self.unknown_thread_errors):
-            await reader.pending(
-                thread_id=f"{claims.thread_id}-nobody-knows",
-                checkpoint_id=claims.checkpoint_id,
-                interrupt_id=claims.interrupt_id,
-            )
+            await self._pending(reader, claims, thread_id=f"{claims.thread_id}-nobody-knows")
 
     async def test_pending_of_another_interrupt_is_stale(self, reader: CheckpointReader) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        claims = service.verify(await self._mint(service, paused))
+        claims = await self._minted_claims(reader)
         with pytest.raises(StaleToken):
-            await reader.pending(
-                thread_id=claims.thread_id,
-                checkpoint_id=claims.checkpoint_id,
-                interrupt_id=f"{claims.interrupt_id}-never-asked",
-            )
+            await self._pending(reader, claims, interrupt_id=f"{claims.interrupt_id}-never-asked")
 
     async def test_pending_of_another_checkpoint_is_refused(self, reader: CheckpointReader) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        claims = service.verify(await self._mint(service, paused))
+        claims = await self._minted_claims(reader)
         with pytest.raises((StaleToken, CheckpointNotFound)):
-            await reader.pending(
-                thread_id=claims.thread_id,
-                checkpoint_id=f"{claims.checkpoint_id}-elsewhere",
-                interrupt_id=claims.interrupt_id,
-            )
+            await self._pending(reader, claims, checkpoint_id=f"{claims.checkpoint_id}-elsewhere")
 
     # -- the run moved on ---------------------------------------------------------------------
 
     async def test_after_the_run_moved_on_its_pause_is_stale(
         self, reader: CheckpointReader
     ) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        claims = service.verify(await self._mint(service, paused))
+        service, paused, token = await self._paused(reader)
+        claims = service.verify(token)
         await self.move_on(reader, paused)
         with pytest.raises(StaleToken):
-            await reader.pending(
-                thread_id=claims.thread_id,
-                checkpoint_id=claims.checkpoint_id,
-                interrupt_id=claims.interrupt_id,
-            )
+            await self._pending(reader, claims)
 
     async def test_a_token_of_a_run_that_moved_on_is_refused_before_the_body(
         self, reader: CheckpointReader
     ) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        token = await self._mint(service, paused)
+        service, paused, token = await self._paused(reader)
         await self.move_on(reader, paused)
-        bodies: list[str] = []
-
-        async def body() -> None:
-            bodies.append(paused.thread_id)
-
+        body = _Body()
         with pytest.raises(StaleToken):
             await self._redeem(service, token, paused, body)
-        assert bodies == []
+        assert body.runs == 0
 
     async def test_a_redeemed_pause_answers_a_retry_without_running_the_body(
         self, reader: CheckpointReader
     ) -> None:
-        service = self._service(reader)
-        paused = await self.pause(reader)
-        token = await self._mint(service, paused)
-        bodies: list[str] = []
-
-        async def body() -> None:
-            bodies.append(paused.thread_id)
-            await self.move_on(reader, paused)
-
+        service, paused, token = await self._paused(reader)
+        body = _Body(then=lambda: self.move_on(reader, paused))
         assert await self._redeem(service, token, paused, body) is False
         assert await self._redeem(service, token, paused, body) is True
-        assert bodies == [paused.thread_id]
+        assert body.runs == 1
 
     async def test_a_takeover_after_an_unconfirmed_commit_never_runs_the_body_twice(
         self, reader: CheckpointReader
@@ -356,17 +344,12 @@ class ReaderConformance:
         )
         paused = await self.pause(reader)
         token = await self._mint(first, paused)
-        bodies: list[str] = []
-
-        async def body() -> None:
-            bodies.append(paused.thread_id)
-            await self.move_on(reader, paused)
-
+        body = _Body(then=lambda: self.move_on(reader, paused))
         with pytest.raises(CommitUnconfirmed):
             await self._redeem(first, token, paused, body)
         with pytest.raises(StaleToken):
             await self._redeem(second, token, paused, body)
-        assert bodies == [paused.thread_id]
+        assert body.runs == 1
 
     async def test_aclose_may_be_called_twice(self, reader: CheckpointReader) -> None:
         await reader.aclose()
