@@ -46,22 +46,27 @@ def _error_classes() -> list[type[exceptions.PauseTokenError]]:
     ]
 
 
-def _rendered_concepts() -> str:
-    return str(_hooks().on_page_markdown((DOCS / "concepts.md").read_text()))
+def _section(page: str, heading: str) -> str:
+    return (DOCS / page).read_text().split(heading, 1)[1].split("\n## ", 1)[0]
 
 
-def test_every_error_class_is_in_the_concepts_table_with_its_status() -> None:
-    page = _rendered_concepts()
-    assert "<!--" not in page
-    for cls in _error_classes():
-        assert f"| `{cls.__name__}` | `{cls.default_code}` | {cls.http_status} |" in page
-
-
-def test_every_token_code_the_verifier_declares_is_documented() -> None:
-    documented = (DOCS / "security.md").read_text() + _rendered_concepts()
+def test_every_token_code_is_explained_where_it_is_checked() -> None:
+    # Security's verification order and the redeem order of Concepts name each check's code;
+    # the class's catch-all default names no check.
+    explained = _section("security.md", "## Verification order") + _section(
+        "concepts.md", "## The redeem order"
+    )
     codes = {*exceptions.InvalidToken.codes, *exceptions.TokenExpired.codes}
-    missing = sorted(code for code in codes if f"`{code}`" not in documented)
-    assert missing == []
+    codes.discard(exceptions.InvalidToken.default_code)
+    assert sorted(code for code in codes if f"`{code}`" not in explained) == []
+
+
+def test_every_code_in_the_verification_order_table_is_declared_on_invalid_token() -> None:
+    section = _section("security.md", "## Verification order")
+    codes = set(re.findall(r"`(token_[a-z_]+)`", section))
+    assert len(codes) > 10, "the verification order table was not found"
+    declared = set(exceptions.InvalidToken.codes) | set(exceptions.TokenExpired.codes)
+    assert sorted(codes - declared) == []
 
 
 def test_every_settings_code_and_variable_is_documented() -> None:
@@ -138,47 +143,6 @@ def test_the_front_page_example_runs() -> None:
         exec(compile(blocks[0], "docs/index.md", "exec"), {"__name__": "docs_example"})  # noqa: S102
 
 
-# -- the error-code table of security.md, generated from the classes' declarations -----------
-
-_CODES_HEADER = "| `code` | Error | HTTP status | Meaning |"
-
-
-def error_code_table() -> str:
-    """Every declared code, class by class in definition order: what security.md must show."""
-    rows = [_CODES_HEADER, "|---|---|---:|---|"]
-    for cls in _error_classes():
-        for code, meaning in cls.codes.items():
-            rows.append(f"| `{code}` | `{cls.__name__}` | {cls.http_status} | {meaning} |")
-    return "\n".join(rows)
-
-
-def _documented_code_table() -> str:
-    lines = (DOCS / "security.md").read_text().splitlines()
-    assert _CODES_HEADER in lines, "security.md has no error-code table"
-    start = lines.index(_CODES_HEADER)
-    end = start
-    while end < len(lines) and lines[end].startswith("|"):
-        end += 1
-    return "\n".join(lines[start:end])
-
-
-def test_the_error_code_table_in_security_md_is_generated_from_the_declarations() -> None:
-    expected = error_code_table()
-    assert _documented_code_table() == expected, (
-        "docs/security.md's error-code table differs from the codes declared on the "
-        f"exception classes; replace it with:\n{expected}"
-    )
-
-
-def test_every_code_in_the_verification_order_table_is_declared_on_invalid_token() -> None:
-    page = (DOCS / "security.md").read_text()
-    section = page.split("## Verification order", 1)[1].split("\n## ", 1)[0]
-    codes = set(re.findall(r"`(token_[a-z_]+)`", section))
-    assert len(codes) > 10, "the verification order table was not found"
-    declared = set(exceptions.InvalidToken.codes) | set(exceptions.TokenExpired.codes)
-    assert sorted(codes - declared) == []
-
-
 # -- the Errors page, generated from the classes' codes and actions --------------------------
 
 
@@ -223,6 +187,21 @@ def test_the_errors_page_summarises_every_class_with_its_status_and_action() -> 
 def test_the_errors_page_links_the_command_lines_exit_statuses() -> None:
     assert "## Exit status and errors" in (DOCS / "cli.md").read_text()
     assert "(cli.md#exit-status-and-errors)" in (DOCS / "errors.md").read_text()
+
+
+def test_only_the_errors_page_lists_every_code() -> None:
+    codes = {code for cls in _error_classes() for code in cls.codes}
+    for page in sorted(DOCS.glob("*.md")):
+        shown = {code for code in codes if f"`{code}`" in _rendered(page.name)}
+        if page.name == "errors.md":
+            assert shown == codes
+        else:  # a page explains the codes it meets in context and links the Errors page
+            assert len(shown) < len(codes) / 2, f"{page.name} repeats the list of codes"
+
+
+@pytest.mark.parametrize("page", ["concepts.md", "security.md", "troubleshooting.md"])
+def test_the_pages_about_errors_link_the_errors_page(page: str) -> None:
+    assert "](errors.md" in (DOCS / page).read_text()
 
 
 def test_generated_cells_show_markdown_characters_as_written() -> None:
