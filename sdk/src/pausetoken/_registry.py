@@ -6,33 +6,30 @@ chosen by URL: the scheme's family before ``+`` names the entry point
 (``postgresql+asyncpg://...`` -> ``postgresql``) and the backend's ``from_url`` receives the
 whole URL. ``package.module:Class`` (no ``://``) names an unpublished in-house store directly.
 
-Discovery is lazy: entry points are read (names only, nothing imported) once per process
-and cached; only the chosen backend is imported, and the loaded object is cached too. One
-broken plugin therefore never disturbs the others.
+Discovery is lazy: a group's entry points are read (names only, nothing imported) when the
+group is first used, and cached; only the chosen backend is imported, and the loaded object
+is cached too. One broken plugin therefore never disturbs the others.
 
-Process-wide state is limited to those two caches and to explicit `register_store()`
-calls; `reset_registry()` clears all three (tests do so around every test).
+Each kind has its `PluginLoader` (in `_LOADERS`), which holds those two caches and the
+`register_store()` calls; `reset_registry()` clears them (tests do so around every test).
+What is particular to backends is here: the ``api_version`` each kind must declare, what
+pausetoken suggests installing, and what it says to a plugin written for store API 1.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import inspect
 import logging
 import re
-import threading
-from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args, overload
-
-import attrs
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, cast, get_args, overload
 
 from pausetoken._install import install_hint
+from pausetoken._loader import BackendInfo, PluginLoader, is_target
 from pausetoken._reader_api import CHECKPOINTS_API_VERSION
 from pausetoken._signer_api import SIGNERS_API_VERSION
 from pausetoken._store_api import STORE_API_VERSION, TokenStore
 from pausetoken._urls import redact_url, store_family
 from pausetoken.exceptions import (
-    AmbiguousBackend,
     BackendNotInstalled,
     ConfigurationError,
     PauseTokenError,
@@ -127,126 +124,78 @@ _GONE_MODULES: Final = frozenset(
 )
 _CANNOT_IMPORT = re.compile(r"^cannot import name '(?P<name>\w+)' from '(?P<module>[\w.]+)'")
 
-_TARGET = re.compile(
-    r"^(?P<module>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):(?P<attr>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\Z",
-    re.ASCII,
-)
-_NAME = re.compile(r"^[a-z][a-z0-9_.\-]*\Z")
+
+#: One of each kind, as messages name it.
+_NOUNS: Final[Mapping[BackendKind, str]] = {
+    "stores": "store",
+    "signers": "signer",
+    "checkpoints": "checkpoint reader",
+}
 
 
-@attrs.frozen
-class BackendInfo:
-    """One backend as discovered or registered, before or after it is imported.
+class _BackendLoader(PluginLoader[object]):
+    """The backends of one kind: factories declaring an ``api_version`` this core drives."""
 
-    Attributes:
-        name: The name it is chosen by (a store's URL family, a signer's name).
-        kind: ``"stores"``, ``"signers"`` or ``"checkpoints"``.
-        target: Where it lives, as ``"module:attr"``.
-        distribution: The installed distribution that registers it (``None`` when it was
-            registered in code with `register_store()`).
-        version: That distribution's version.
-    """
+    not_installed_code: ClassVar[str] = "backend_not_installed"
+    ambiguous_code: ClassVar[str] = "ambiguous_backend"
+    import_failed_code: ClassVar[str] = "backend_import_failed"
 
-    name: str
-    kind: BackendKind
-    target: str
-    distribution: str | None
-    version: str | None
-    _entry_point: importlib.metadata.EntryPoint | None = attrs.field(
-        default=None, eq=False, repr=False, alias="entry_point"
-    )
-    _obj: Any = attrs.field(default=None, eq=False, repr=False, alias="obj")
+    def where(self, info: BackendInfo) -> str:
+        """The backend, its target and the distribution it comes from (or "code")."""
+        return f"the {self.noun} {info.name!r} ({info.target} from {info.distribution or 'code'})"
 
-    @property
-    def importable(self) -> bool:
-        """Whether the backend imports and declares a supported ``api_version``.
+    def explain(self, info: BackendInfo, exc: Exception) -> PauseTokenError | None:
+        """A name of store API 1, a missing module, or the name an import did not find."""
+        if not isinstance(exc, ImportError | AttributeError):
+            return None
+        moved = _moved_name(exc)
+        if moved is not None:
+            msg = f"{self.where(info)} was written for store API 1: {moved}; {_MIGRATION}"
+            return ConfigurationError(msg, code="backend_api_version")
+        if isinstance(exc, ModuleNotFoundError):
+            hint = self.known.get(info.name)
+            missing = exc.name or "a module"
+            if hint is not None:
+                msg = f"the {self.noun} {info.name!r} needs {missing!r}, {hint}"
+                return BackendNotInstalled(msg)
+            msg = f"{self.where(info)} cannot be imported: the module {missing!r} is not installed"
+            return BackendNotInstalled(msg)
+        name = _missing_name(exc)
+        if name is None:
+            return None
+        msg = f"{self.where(info)} failed to import: cannot import {name[1]!r} from {name[0]!r}"
+        return ConfigurationError(msg, code=self.import_failed_code)
 
-        Computed on access, by importing the backend (listing never imports anything).
-        """
-        try:
-            self.load()
-        except ConfigurationError as exc:
-            logger.debug("backend %s/%s is not importable: %s", self.kind, self.name, exc.code)
-            return False
-        return True
-
-    def load(self) -> object:
-        """Import the backend (once per process) and check it is a factory of its kind.
-
-        Returns:
-            The backend's factory (normally its class): a
-            [`StoreFactory`][pausetoken.plugins.StoreFactory],
-            [`SignerFactory`][pausetoken.plugins.SignerFactory] or
-            [`ReaderFactory`][pausetoken.plugins.ReaderFactory], as its kind says.
-
-        Raises:
-            BackendNotInstalled: a module it needs is missing (the message says what to
-                install when pausetoken knows).
-            ConfigurationError: it fails to import (code ``backend_import_failed``), or its
-                ``api_version`` is missing or unsupported or it lacks its kind's factory
-                method (code ``backend_api_version``).
-        """
-        key = (self.kind, self.name, self.distribution, self.target)
-        with _lock:
-            cached = _loaded.get(key, _MISSING)
-        if cached is not _MISSING:
-            return cached
-        obj = self._import()
-        _check_factory(self, obj)
-        with _lock:
-            _loaded[key] = obj
-        return obj
-
-    def _import(self) -> Any:
-        if self._entry_point is None and not isinstance(self._obj, str):
-            return self._obj
-        provider = self.distribution or "code"
-        logger.debug("loading %s backend %r from %s", self.kind, self.name, provider)
-        try:
-            if self._entry_point is not None:
-                return self._entry_point.load()
-            return _import_target(self.target)
-        except (ImportError, AttributeError) as exc:
-            shown = f"the {_singular(self.kind)} {self.name!r} ({self.target} from {provider})"
-            moved = _moved_name(exc)
-            if moved is not None:
-                msg = f"{shown} was written for store API 1: {moved}; {_MIGRATION}"
-                raise ConfigurationError(msg, code="backend_api_version") from exc
-            if isinstance(exc, ModuleNotFoundError):
-                hint = _KNOWN[self.kind].get(self.name)
-                missing = exc.name or "a module"
-                if hint is not None:
-                    msg = f"the {_singular(self.kind)} {self.name!r} needs {missing!r}, {hint}"
-                    raise BackendNotInstalled(msg) from exc
-                msg = f"{shown} cannot be imported: the module {missing!r} is not installed"
-                raise BackendNotInstalled(msg) from exc
-            name = _missing_name(exc)
-            failure = (
-                f"cannot import {name[1]!r} from {name[0]!r}"
-                if name is not None
-                else type(exc).__name__
+    def check(self, info: BackendInfo, found: object) -> object:
+        """``found`` if it declares a supported ``api_version`` and has its factory method."""
+        kind = cast("BackendKind", self.kind)
+        version = getattr(found, "api_version", None)
+        supported = _API_VERSIONS[kind]
+        if isinstance(version, int) and not isinstance(version, bool) and version in supported:
+            method = _FACTORY_METHODS[kind]
+            if callable(getattr(found, method, None)):
+                return found
+            msg = f"the {self.noun} {info.name!r} ({info.target}) has no {method}()"
+            raise ConfigurationError(msg, code="backend_api_version")
+        wanted = ", ".join(str(v) for v in sorted(supported))
+        shown = "none" if version is None else repr(version)
+        msg = (
+            f"the {self.noun} {info.name!r} ({info.target}) declares api_version "
+            f"{shown}; this pausetoken supports {wanted}"
+        )
+        if kind == "stores" and version == 1:
+            msg += (
+                " (store API 2 adds renew() and check(), keys rows by pause, only ever raises a "
+                "row's expiry and leaves live claims unrevoked: upgrade the store's distribution; "
+                f"its authors: {_MIGRATION})"
             )
-            msg = f"{shown} failed to import: {failure}"
-            raise ConfigurationError(msg, code="backend_import_failed") from exc
-        except PauseTokenError:
-            raise
-        except Exception as exc:
-            msg = (
-                f"the {_singular(self.kind)} {self.name!r} ({self.target} from {provider}) "
-                f"failed to import: {type(exc).__name__}"
-            )
-            raise ConfigurationError(msg, code="backend_import_failed") from exc
+        raise ConfigurationError(msg, code="backend_api_version")
 
 
-_MISSING: Final = object()
-
-_lock = threading.RLock()
-# kind -> name -> every entry point registering that name (more than one is ambiguous).
-_discovered: dict[BackendKind, dict[str, list[BackendInfo]]] | None = None
-# (kind, name, distribution, target) -> the loaded backend object.
-_loaded: dict[tuple[str, str, str | None, str], Any] = {}
-# kind -> name -> a backend registered in code (shadows entry points when replace=True).
-_registered: dict[BackendKind, dict[str, BackendInfo]] = {kind: {} for kind in GROUPS}
+#: The loader of each kind, holding what this process discovered, imported and registered.
+_LOADERS: Final[Mapping[BackendKind, _BackendLoader]] = {
+    kind: _BackendLoader(kind, group, _NOUNS[kind], _KNOWN[kind]) for kind, group in GROUPS.items()
+}
 
 
 def reset_registry() -> None:
@@ -254,16 +203,8 @@ def reset_registry() -> None:
 
     Meant for tests, and for a long-lived process that installed a plugin after start-up.
     """
-    global _discovered  # noqa: PLW0603 - the cache is per process by design
-    with _lock:
-        _discovered = None
-        _loaded.clear()
-        for names in _registered.values():
-            names.clear()
-
-
-def _singular(kind: BackendKind) -> str:
-    return {"stores": "store", "signers": "signer", "checkpoints": "checkpoint reader"}[kind]
+    for loader in _LOADERS.values():
+        loader.clear()
 
 
 def _check_kind(kind: str) -> BackendKind:
@@ -271,31 +212,6 @@ def _check_kind(kind: str) -> BackendKind:
         msg = f"backend kinds are {', '.join(get_args(BackendKind))} (got {kind!r})"
         raise ConfigurationError(msg)
     return kind  # type: ignore[return-value]
-
-
-def _discover() -> dict[BackendKind, dict[str, list[BackendInfo]]]:
-    global _discovered  # noqa: PLW0603 - the cache is per process by design
-    with _lock:
-        if _discovered is not None:
-            return _discovered
-        found: dict[BackendKind, dict[str, list[BackendInfo]]] = {kind: {} for kind in GROUPS}
-        for kind, group in GROUPS.items():
-            for ep in importlib.metadata.entry_points(group=group):
-                dist = ep.dist
-                info = BackendInfo(
-                    name=ep.name,
-                    kind=kind,
-                    target=ep.value,
-                    distribution=dist.name if dist is not None else None,
-                    version=dist.version if dist is not None else None,
-                    entry_point=ep,
-                )
-                same_name = found[kind].setdefault(ep.name, [])
-                # One distribution seen twice on sys.path is not a conflict.
-                if all(other.distribution != info.distribution for other in same_name):
-                    same_name.append(info)
-        _discovered = found
-        return found
 
 
 def available_backends(kind: BackendKind) -> list[BackendInfo]:
@@ -317,41 +233,17 @@ def available_backends(kind: BackendKind) -> list[BackendInfo]:
     Raises:
         ConfigurationError: for an unknown ``kind``.
     """
-    kind = _check_kind(kind)
-    discovered = _discover()
-    with _lock:
-        registered = dict(_registered[kind])
-    infos = [
-        info for name, infos in discovered[kind].items() if name not in registered for info in infos
-    ]
-    infos.extend(registered.values())
-    return sorted(infos, key=lambda b: (b.name, b.distribution or ""))
+    return _LOADERS[_check_kind(kind)].available()
 
 
 def _resolve(kind: BackendKind, name: str) -> BackendInfo:
-    with _lock:
-        registered = _registered[kind].get(name)
-    if registered is not None:
-        return registered
-    candidates = _discover()[kind].get(name, [])
-    if len(candidates) > 1:
-        providers = " and ".join(
-            f"{c.distribution or '?'} {c.version or ''}".strip() for c in candidates
-        )
-        msg = (
-            f"two distributions register the {_singular(kind)} {name!r}: {providers}; "
-            "uninstall one of them"
-        )
-        raise AmbiguousBackend(msg)
-    if candidates:
-        return candidates[0]
-    hint = _KNOWN[kind].get(name)
-    if hint is not None:
-        msg = f"the {_singular(kind)} {name!r} is not installed: it is {hint}"
-        raise BackendNotInstalled(msg)
-    installed = sorted({b.name for b in available_backends(kind)})
+    loader = _LOADERS[kind]
+    found = loader.find(name)
+    if found is not None:
+        return found
+    installed = sorted({b.name for b in loader.available()})
     msg = (
-        f"no {_singular(kind)} is named {name!r}; installed: "
+        f"no {loader.noun} is named {name!r}; installed: "
         f"{', '.join(installed) if installed else 'none'}"
     )
     raise UnknownBackend(msg)
@@ -396,21 +288,6 @@ def load_checkpoints(name: str) -> ReaderFactory:
     return load("checkpoints", name)
 
 
-def _import_target(target: str) -> Any:
-    match = _TARGET.match(target)
-    if match is None:
-        msg = f"a backend target is 'package.module:attribute' (got {target!r})"
-        raise ConfigurationError(msg)
-    obj: Any = importlib.import_module(match["module"])
-    try:
-        for part in match["attr"].split("."):
-            obj = getattr(obj, part)
-    except AttributeError as exc:
-        msg = f"{match['module']!r} has no attribute {match['attr']!r}"
-        raise ConfigurationError(msg, code="backend_import_failed") from exc
-    return obj
-
-
 def _missing_name(exc: ImportError | AttributeError) -> tuple[str, str] | None:
     """``(module, name)`` of a failed ``from module import name`` or ``module.name``."""
     if isinstance(exc, AttributeError):
@@ -445,30 +322,6 @@ def _missing_methods(store: object) -> list[str]:
     return [name for name in wanted if not callable(getattr(store, name, None))]
 
 
-def _check_factory(info: BackendInfo, obj: object) -> None:
-    version = getattr(obj, "api_version", None)
-    supported = _API_VERSIONS[info.kind]
-    if isinstance(version, int) and not isinstance(version, bool) and version in supported:
-        method = _FACTORY_METHODS[info.kind]
-        if callable(getattr(obj, method, None)):
-            return
-        msg = f"the {_singular(info.kind)} {info.name!r} ({info.target}) has no {method}()"
-        raise ConfigurationError(msg, code="backend_api_version")
-    wanted = ", ".join(str(v) for v in sorted(supported))
-    found = "none" if version is None else repr(version)
-    msg = (
-        f"the {_singular(info.kind)} {info.name!r} ({info.target}) declares api_version "
-        f"{found}; this pausetoken supports {wanted}"
-    )
-    if info.kind == "stores" and version == 1:
-        msg += (
-            " (store API 2 adds renew() and check(), keys rows by pause, only ever raises a "
-            "row's expiry and leaves live claims unrevoked: upgrade the store's distribution; "
-            f"its authors: {_MIGRATION})"
-        )
-    raise ConfigurationError(msg, code="backend_api_version")
-
-
 def register_store(name: str, target: Any, *, replace: bool = False) -> None:
     """Register a store under a URL family name, in code, for this process.
 
@@ -495,46 +348,12 @@ def register_store(name: str, target: Any, *, replace: bool = False) -> None:
         ConfigurationError: ``name`` is not a valid lower-case name or ``target`` is a
             string that is not ``"module:attr"``.
     """
-    if not _NAME.match(name):
-        msg = f"a store name is lower-case letters, digits and '_.-' (got {name!r})"
-        raise ConfigurationError(msg)
-    if isinstance(target, str):
-        if not _TARGET.match(target):
-            msg = f"a backend target is 'package.module:attribute' (got {target!r})"
-            raise ConfigurationError(msg)
-        target_name = target
-    else:
-        module = getattr(target, "__module__", "?")
-        target_name = f"{module}:{getattr(target, '__qualname__', type(target).__qualname__)}"
-    info = BackendInfo(
-        name=name,
-        kind="stores",
-        target=target_name,
-        distribution=None,
-        version=None,
-        obj=target,
-    )
-    with _lock:
-        if not replace:
-            installed = _discover()["stores"].get(name, [])
-            existing = _registered["stores"].get(name)
-            if existing is not None or installed:
-                source = (
-                    "registered in code"
-                    if existing is not None
-                    else f"installed by {installed[0].distribution}"
-                )
-                msg = f"a store named {name!r} is already {source}; pass replace=True to shadow it"
-                raise AmbiguousBackend(msg)
-        _registered["stores"][name] = info
-        _loaded.pop(("stores", name, None, target_name), None)
+    _LOADERS["stores"].register(name, target, replace=replace)
 
 
 def _store_info(url: str) -> BackendInfo:
-    if "://" not in url and _TARGET.match(url):
-        return BackendInfo(
-            name=url, kind="stores", target=url, distribution=None, version=None, obj=url
-        )
+    if "://" not in url and is_target(url):
+        return _LOADERS["stores"].given(url)
     return _resolve("stores", store_family(url))
 
 
