@@ -1,9 +1,10 @@
 """Plugins found through entry points: listed by name, imported when chosen, checked once.
 
 A `PluginLoader` serves one entry-point group. The registry keeps one per kind of backend
-(``pausetoken.stores``, ``pausetoken.signers``, ``pausetoken.checkpoints``). As with
-SQLAlchemy's ``PluginLoader``, what a loader has discovered, imported and been given in code
-is state of the instance, forgotten by `PluginLoader.clear()`.
+(``pausetoken.stores``, ``pausetoken.signers``, ``pausetoken.checkpoints``), the command line
+one for ``pausetoken.commands``. As with SQLAlchemy's ``PluginLoader``, what a loader has
+discovered, imported and been given in code is state of the instance, forgotten by
+`PluginLoader.clear()`.
 
 Discovery reads entry points by name only, once, and imports nothing; choosing a name
 imports that plugin alone, so one broken plugin never disturbs the others (keyring's
@@ -52,9 +53,12 @@ _NAME = re.compile(r"^[a-z][a-z0-9_.\-]*\Z")
 class BackendInfo:
     """One backend as discovered or registered, before or after it is imported.
 
+    The command line lists the commands installed distributions add the same way.
+
     Attributes:
         name: The name it is chosen by (a store's URL family, a signer's name).
-        kind: ``"stores"``, ``"signers"`` or ``"checkpoints"``: its loader's kind.
+        kind: ``"stores"``, ``"signers"`` or ``"checkpoints"`` (``"commands"`` for a
+            command of the command line).
         target: Where it lives, as ``"module:attr"``.
         distribution: The installed distribution that registers it (``None`` when it was
             registered in code with `register_store()`).
@@ -137,7 +141,7 @@ class PluginLoader(abc.ABC, Generic[T]):
     """The plugins of one entry-point group, and those registered in code for it.
 
     Attributes:
-        kind: What the group holds, as listings name it (``"stores"``).
+        kind: What the group holds, as listings name it (``"stores"``, ``"commands"``).
         group: The entry-point group (``"pausetoken.stores"``).
         noun: One of them, as messages name it (``"store"``, ``"checkpoint reader"``).
         known: Names pausetoken knows of but does not ship, each with what provides it and
@@ -218,8 +222,8 @@ class PluginLoader(abc.ABC, Generic[T]):
 
         Args:
             name: The name it is chosen by.
-            others: Who provides ``name`` outside this loader: with any, an installed
-                plugin of that name is ambiguous, and none is no error.
+            others: Who provides ``name`` outside this loader (pausetoken's own commands):
+                with any, an installed plugin of that name is ambiguous, and none is no error.
 
         Returns:
             The plugin, or ``None`` when nothing of this group has that name.
