@@ -89,3 +89,32 @@ def test_the_defaults_are_the_same_everywhere() -> None:
     settings = Settings(store_url="memory://", keys=KEYS)
     service = _service()
     assert settings.policy == TokenPolicy() == service.policy  # type: ignore[attr-defined]
+
+
+async def test_a_service_from_settings_keeps_their_policy() -> None:
+    settings = Settings(
+        store_url="memory://",
+        keys=KEYS,
+        issuer="billing",
+        ttl=timedelta(hours=1),
+        lease=timedelta(seconds=5),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryStoreWarning)
+        service = PauseTokens.from_settings(settings)
+    async with service:
+        assert (service.policy, service.ttl, service.lease) == (
+            settings.policy,
+            timedelta(hours=1),
+            timedelta(seconds=5),
+        )
+
+
+def test_an_unknown_policy_keyword_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match="tll"):
+        _service(tll=timedelta(hours=1))
+
+
+def test_settings_take_the_policy_by_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        Settings("billing", store_url="memory://", keys=KEYS)  # type: ignore[misc]

@@ -3,14 +3,15 @@
 [`Settings`][pausetoken.Settings], [`PauseTokens`][pausetoken.PauseTokens],
 [`TokenPolicy`][pausetoken.TokenPolicy], the signers and the command line all take their
 defaults and checks from here, so a bound is changed in one place. Each rule is a function
-returning what is wrong with a value (or ``None``); callers raise it with their own code
-(``settings_invalid`` for settings, ``policy_invalid`` for the service and the policy).
+returning what is wrong with a value (or ``None``). The policy's fields are declared once,
+on `TokenPolicy` and `ServicePolicy`, which `Settings` extends; a refusal carries the code
+of the class refusing (``policy_invalid``, or ``settings_invalid`` for settings).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
@@ -33,11 +34,13 @@ __all__ = [
     "MAX_TOKEN_BYTES",
     "MIN_LEASE",
     "MIN_TOKEN_BYTES",
+    "ServicePolicy",
     "TokenPolicy",
-    "check_durations",
+    "keyword_only",
     "lease_problem",
     "leeway_problem",
     "max_lifetime_problem",
+    "policy_keywords",
     "text_problem",
     "token_bytes_problem",
     "ttl_problem",
@@ -124,42 +127,20 @@ def ttl_problem(ttl: object, *, leeway: timedelta, max_lifetime: timedelta) -> s
 
 
 def validator(
-    problem: Callable[[str, object], str | None], code: str
-) -> Callable[[object, attrs.Attribute[Any], object], None]:
-    """An attrs validator raising ``problem``'s finding as a `ConfigurationError` ``code``."""
+    problem: Callable[[str, object], str | None],
+) -> Callable[[TokenPolicy, attrs.Attribute[Any], object], None]:
+    """An attrs validator raising ``problem``'s finding as a `ConfigurationError`.
 
-    def check(_instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    Its code is the refusing class's (``policy_invalid``; ``settings_invalid`` for settings).
+    """
+
+    def check(instance: TokenPolicy, attribute: attrs.Attribute[Any], value: object) -> None:
         found = problem(attribute.name, value)
         if found is not None:
+            code = instance._invalid_code  # noqa: SLF001 - the refusing class says which
             raise ConfigurationError(found, code=code)
 
     return check
-
-
-def check_durations(
-    *,
-    ttl: timedelta,
-    leeway: timedelta,
-    max_lifetime: timedelta,
-    lease: timedelta,
-    code: str = "policy_invalid",
-) -> None:
-    """Refuse durations outside their ranges, naming the setting.
-
-    Raises:
-        ConfigurationError: with ``code``, naming the first setting out of range.
-    """
-    problem = (
-        leeway_problem("leeway", leeway)
-        or max_lifetime_problem("max_lifetime", max_lifetime)
-        or lease_problem("lease", lease)
-        or ttl_problem(ttl, leeway=leeway, max_lifetime=max_lifetime)
-    )
-    if problem is not None:
-        raise ConfigurationError(problem, code=code)
-
-
-_POLICY_INVALID: Final = "policy_invalid"
 
 
 @attrs.frozen
@@ -183,18 +164,64 @@ class TokenPolicy:
             a lifetime or leeway out of range or a token size outside 256 to 65536.
     """
 
-    issuer: str = attrs.field(
-        default=DEFAULT_ISSUER, validator=validator(text_problem, _POLICY_INVALID)
-    )
-    audience: str = attrs.field(
-        default=DEFAULT_AUDIENCE, validator=validator(text_problem, _POLICY_INVALID)
-    )
-    leeway: timedelta = attrs.field(
-        default=DEFAULT_LEEWAY, validator=validator(leeway_problem, _POLICY_INVALID)
-    )
+    #: The code of the `ConfigurationError` a value out of range is refused with.
+    _invalid_code: ClassVar[str] = "policy_invalid"
+
+    issuer: str = attrs.field(default=DEFAULT_ISSUER, validator=validator(text_problem))
+    audience: str = attrs.field(default=DEFAULT_AUDIENCE, validator=validator(text_problem))
+    leeway: timedelta = attrs.field(default=DEFAULT_LEEWAY, validator=validator(leeway_problem))
     max_lifetime: timedelta = attrs.field(
-        default=DEFAULT_MAX_LIFETIME, validator=validator(max_lifetime_problem, _POLICY_INVALID)
+        default=DEFAULT_MAX_LIFETIME, validator=validator(max_lifetime_problem)
     )
     max_token_bytes: int = attrs.field(
-        default=DEFAULT_MAX_TOKEN_BYTES, validator=validator(token_bytes_problem, _POLICY_INVALID)
+        default=DEFAULT_MAX_TOKEN_BYTES, validator=validator(token_bytes_problem)
     )
+
+
+def keyword_only(_cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+    """An attrs field transformer making every field keyword-only, inherited ones too.
+
+    (Class-level ``kw_only`` leaves a base's fields positional since attrs 25.4.)
+    """
+    return [field.evolve(kw_only=True) for field in fields]
+
+
+@attrs.frozen(field_transformer=keyword_only)
+class ServicePolicy(TokenPolicy):
+    """A service's whole policy: the token policy, plus how it mints and claims.
+
+    [`PauseTokens`][pausetoken.PauseTokens] takes these fields as keywords, and
+    [`Settings`][pausetoken.Settings] extends this class, so each is declared once, here.
+
+    Attributes:
+        ttl: Lifetime of a minted token: longer than ``leeway`` (a shorter token would be
+            accepted after it expired for longer than it lived), at most ``max_lifetime``.
+        lease: How long a claim holds unless renewed; at least one second.
+
+    Raises:
+        ConfigurationError: as `TokenPolicy`, and for a ``ttl`` or ``lease`` out of range.
+    """
+
+    ttl: timedelta = DEFAULT_TTL
+    lease: timedelta = attrs.field(default=DEFAULT_LEASE, validator=validator(lease_problem))
+
+    def __attrs_post_init__(self) -> None:
+        # The lifetime's range depends on two other fields: checked once they all passed.
+        problem = ttl_problem(self.ttl, leeway=self.leeway, max_lifetime=self.max_lifetime)
+        if problem is not None:
+            raise ConfigurationError(problem, code=self._invalid_code)
+
+    @property
+    def policy(self) -> TokenPolicy:
+        """The claim checks within (issuer, audience, time, size), for `verify_token()`."""
+        return TokenPolicy(**_values(self, TokenPolicy))
+
+
+def policy_keywords(policy: ServicePolicy) -> dict[str, Any]:
+    """The fields of a service policy (or of settings) as `PauseTokens` takes them."""
+    return _values(policy, ServicePolicy)
+
+
+def _values(instance: TokenPolicy, kind: type[TokenPolicy]) -> dict[str, Any]:
+    """``instance``'s values of the fields ``kind`` declares (itself or its bases)."""
+    return {field.name: getattr(instance, field.name) for field in attrs.fields(kind)}

@@ -11,19 +11,7 @@ from cattrs.errors import StructureHandlerNotFoundError
 
 from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, hash_scope, new_jti
 from pausetoken._hashing import hash_payload
-from pausetoken._policy import (
-    DEFAULT_AUDIENCE,
-    DEFAULT_ISSUER,
-    DEFAULT_LEASE,
-    DEFAULT_LEEWAY,
-    DEFAULT_MAX_LIFETIME,
-    DEFAULT_MAX_TOKEN_BYTES,
-    DEFAULT_TTL,
-    MAX_CLAIM_LENGTH,
-    TokenPolicy,
-    check_durations,
-    ttl_problem,
-)
+from pausetoken._policy import MAX_CLAIM_LENGTH, ServicePolicy, policy_keywords, ttl_problem
 from pausetoken._redemption import (
     Attempt,
     Redeemer,
@@ -97,22 +85,21 @@ class PauseTokens:
         checkpoints: Reads the runtime's checkpoints
             ([`MemoryCheckpoints`][pausetoken.MemoryCheckpoints],
             ``pausetoken_langgraph.LangGraphCheckpoints``).
-        ttl: Default token lifetime.
-        leeway: Clock skew tolerated when checking times.
-        issuer: The ``iss`` claim minted and required.
-        audience: The ``aud`` claim minted and required.
-        max_lifetime: Longest lifetime a token may claim (``exp - iat``).
-        max_token_bytes: Tokens longer than this are refused before parsing.
-        lease: How long a claim holds unless renewed. The service renews it every third of
-            this while the body of `redeem()` runs, so it only needs to outlast a
-            stalled worker; another redeemer takes over a claim only after its lease plus
-            ``leeway`` (the clock-skew allowance) passed. At least one second.
         clock: Returns the current time in seconds since the epoch (for tests).
         observers: Receive an [`AuditEvent`][pausetoken.AuditEvent] for every mint,
             refusal, claim, renewal, commit, release, replay, revocation and purge
             ([`LoggingObserver`][pausetoken.LoggingObserver],
             ``pausetoken.otel.OpenTelemetryObserver``). One that raises is logged once and
             skipped; none can change an outcome.
+        **policy: The policy's fields, named and defaulted as in
+            [`Settings`][pausetoken.Settings]: ``ttl`` (the default token lifetime),
+            ``leeway``, ``issuer``, ``audience``, ``max_lifetime``, ``max_token_bytes`` and
+            ``lease``. The service renews a claim every third of ``lease`` while the body
+            of `redeem()` runs, so it only needs to outlast a stalled worker; another
+            redeemer takes over a claim only after its lease plus ``leeway`` (the
+            clock-skew allowance) passed. A value out of range raises
+            [`ConfigurationError`][pausetoken.exceptions.ConfigurationError]
+            ``policy_invalid``.
 
     The service owns nothing it was handed: `aclose()` closes only what
     `from_settings()` opened.
@@ -135,30 +122,18 @@ class PauseTokens:
         signer: Signer,
         store: TokenStore,
         checkpoints: CheckpointReader,
-        ttl: timedelta = DEFAULT_TTL,
-        leeway: timedelta = DEFAULT_LEEWAY,
-        issuer: str = DEFAULT_ISSUER,
-        audience: str = DEFAULT_AUDIENCE,
-        max_lifetime: timedelta = DEFAULT_MAX_LIFETIME,
-        max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES,
-        lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], float] = _system_clock,
         observers: Sequence[Observer] = (),
+        **policy: Any,
     ) -> None:
         """Create the service; see the class docstring for the arguments."""
-        self.policy = TokenPolicy(
-            issuer=issuer,
-            audience=audience,
-            leeway=leeway,
-            max_lifetime=max_lifetime,
-            max_token_bytes=max_token_bytes,
-        )
-        check_durations(ttl=ttl, leeway=leeway, max_lifetime=max_lifetime, lease=lease)
+        fields = ServicePolicy(**policy)
+        self.policy = fields.policy
+        self.ttl = fields.ttl
+        self.lease = fields.lease
         self.signer = signer
         self.store = store
         self.checkpoints = checkpoints
-        self.ttl = ttl
-        self.lease = lease
         self.clock = clock
         self._interrupts: dict[str, Interrupt[Any, Any]] = {}
         self._owned: list[Callable[[], Awaitable[None]]] = []
@@ -209,15 +184,9 @@ class PauseTokens:
             signer=signer,
             store=store,
             checkpoints=checkpoints,
-            ttl=settings.ttl,
-            leeway=settings.leeway,
-            issuer=settings.issuer,
-            audience=settings.audience,
-            max_lifetime=settings.max_lifetime,
-            max_token_bytes=settings.max_token_bytes,
-            lease=settings.lease,
             clock=clock,
             observers=observers,
+            **policy_keywords(settings),
         )
         service._owned = owned
         return service

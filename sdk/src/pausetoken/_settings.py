@@ -17,29 +17,13 @@ import types
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 import cattrs
 
 from pausetoken._keys import _MAKE_A_KEY_SET, KeyRing, read_keys_file
-from pausetoken._policy import (
-    DEFAULT_AUDIENCE,
-    DEFAULT_ISSUER,
-    DEFAULT_LEASE,
-    DEFAULT_LEEWAY,
-    DEFAULT_MAX_LIFETIME,
-    DEFAULT_MAX_TOKEN_BYTES,
-    DEFAULT_TTL,
-    TokenPolicy,
-    check_durations,
-    lease_problem,
-    leeway_problem,
-    max_lifetime_problem,
-    text_problem,
-    token_bytes_problem,
-    validator,
-)
+from pausetoken._policy import ServicePolicy, keyword_only, policy_keywords
 from pausetoken._structure import make_converter
 from pausetoken._urls import redact_url
 from pausetoken.exceptions import ConfigurationError, PauseTokenError
@@ -144,12 +128,6 @@ def _keyring(_instance: object, attribute: attrs.Attribute[Any], value: object) 
         raise _error(MISSING if value is None else INVALID, msg)
 
 
-def _positive(name: str, value: object) -> str | None:
-    if not isinstance(value, timedelta) or value <= timedelta(0):
-        return f"{name} must be a positive timedelta"
-    return None
-
-
 def _options(value: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         msg = "signer_options and store_options must be mappings with string keys"
@@ -157,8 +135,8 @@ def _options(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(value))
 
 
-@attrs.frozen(kw_only=True, repr=False)
-class Settings:
+@attrs.frozen(kw_only=True, repr=False, field_transformer=keyword_only)
+class Settings(ServicePolicy):
     """How a [`PauseTokens`][pausetoken.PauseTokens] service is put together.
 
     Build it in code, or read it with `from_env()` or `from_toml()`. Every value is
@@ -185,6 +163,8 @@ class Settings:
         max_token_bytes: Tokens longer than this are refused before parsing.
         lease: How long a claim holds unless renewed (the service renews it while the
             redemption's body runs); at least one second.
+        policy: The [`TokenPolicy`][pausetoken.TokenPolicy] these settings verify tokens
+            with (issuer, audience, time, size).
 
     Examples:
         >>> from pausetoken import KeyRing, Settings
@@ -193,49 +173,15 @@ class Settings:
         datetime.timedelta(days=1)
     """
 
+    # The token policy's fields (issuer to lease) are ServicePolicy's, refused under our code.
+    _invalid_code: ClassVar[str] = INVALID
+
     store_url: str = attrs.field(validator=_store_url)
     keys: KeyRing = attrs.field(validator=_keyring)
     signer: str = attrs.field(default="jose", validator=_name)
     signer_options: Mapping[str, Any] = attrs.field(factory=dict, converter=_options)
     store_options: Mapping[str, Any] = attrs.field(factory=dict, converter=_options)
     checkpoints: str = attrs.field(default="memory", validator=_name)
-    issuer: str = attrs.field(default=DEFAULT_ISSUER, validator=validator(text_problem, INVALID))
-    audience: str = attrs.field(
-        default=DEFAULT_AUDIENCE, validator=validator(text_problem, INVALID)
-    )
-    ttl: timedelta = attrs.field(default=DEFAULT_TTL, validator=validator(_positive, INVALID))
-    leeway: timedelta = attrs.field(
-        default=DEFAULT_LEEWAY, validator=validator(leeway_problem, INVALID)
-    )
-    max_lifetime: timedelta = attrs.field(
-        default=DEFAULT_MAX_LIFETIME, validator=validator(max_lifetime_problem, INVALID)
-    )
-    max_token_bytes: int = attrs.field(
-        default=DEFAULT_MAX_TOKEN_BYTES, validator=validator(token_bytes_problem, INVALID)
-    )
-    lease: timedelta = attrs.field(
-        default=DEFAULT_LEASE, validator=validator(lease_problem, INVALID)
-    )
-
-    def __attrs_post_init__(self) -> None:
-        check_durations(
-            ttl=self.ttl,
-            leeway=self.leeway,
-            max_lifetime=self.max_lifetime,
-            lease=self.lease,
-            code=INVALID,
-        )
-
-    @property
-    def policy(self) -> TokenPolicy:
-        """The claim checks these settings ask for (issuer, audience, time, size)."""
-        return TokenPolicy(
-            issuer=self.issuer,
-            audience=self.audience,
-            leeway=self.leeway,
-            max_lifetime=self.max_lifetime,
-            max_token_bytes=self.max_token_bytes,
-        )
 
     def __repr__(self) -> str:
         options = {
@@ -243,12 +189,13 @@ class Settings:
             "store_options": self.store_options,
         }
         shown = ", ".join(f"{name}=<{', '.join(sorted(value))}>" for name, value in options.items())
+        policy = ", ".join(
+            f"{name}={value!r}" if isinstance(value, str) else f"{name}={value}"
+            for name, value in policy_keywords(self).items()
+        )
         return (
             f"Settings(store_url={redact_url(self.store_url)!r}, keys={self.keys!r}, "
-            f"signer={self.signer!r}, {shown}, checkpoints={self.checkpoints!r}, "
-            f"issuer={self.issuer!r}, audience={self.audience!r}, ttl={self.ttl}, "
-            f"leeway={self.leeway}, max_lifetime={self.max_lifetime}, "
-            f"max_token_bytes={self.max_token_bytes}, lease={self.lease})"
+            f"signer={self.signer!r}, {shown}, checkpoints={self.checkpoints!r}, {policy})"
         )
 
     @classmethod
