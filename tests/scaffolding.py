@@ -1,9 +1,11 @@
-"""What many test modules share: a clock the tests move by hand, the tenants, and the
-environment of a worker process that imports these."""
+"""What many test modules share: a clock the tests move by hand, the tenants, the
+environment of a worker process that imports these, and a wait for driver threads."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 from pathlib import Path
 
 import attrs
@@ -37,3 +39,15 @@ def worker_env() -> dict[str, str]:
     tests = str(Path(__file__).parent)
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": tests if not path else os.pathsep.join([tests, path])}
+
+
+async def threads_ended(before: set[threading.Thread], *, within: float = 5.0) -> None:
+    """Wait until the threads started since ``before`` (``threading.enumerate()``) ended.
+
+    aiosqlite stops the worker thread of a connection that failed to open without waiting
+    for it; if the test's event loop closes first, the thread raises on the closed loop.
+    """
+    deadline = asyncio.get_running_loop().time() + within
+    while any(thread.is_alive() for thread in set(threading.enumerate()) - before):
+        assert asyncio.get_running_loop().time() < deadline, "a thread did not end"
+        await asyncio.sleep(0.01)

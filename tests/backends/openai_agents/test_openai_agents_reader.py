@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from pausetoken_openai_agents import (
     state_digest,
 )
 from pausetoken_openai_agents._reader import tool_call
+from scaffolding import threads_ended
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -167,6 +169,7 @@ async def test_a_refused_postgresql_connection_is_store_unavailable() -> None:
 
 
 async def test_an_unreachable_database_is_store_unavailable(tmp_path: Path) -> None:
+    threads = set(threading.enumerate())
     states = SQLRunStates(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'runs.db'}")
     try:
         with pytest.raises(StoreUnavailable) as refused:
@@ -174,3 +177,4 @@ async def test_an_unreachable_database_is_store_unavailable(tmp_path: Path) -> N
         assert "secret state" not in str(refused.value)
     finally:
         await states.aclose()
+        await threads_ended(threads)
