@@ -350,7 +350,8 @@ class ToolApprovals:
 
         Raises:
             StaleToken: the call no longer waits (the user declined in the meantime).
-            Any refusal of `PauseTokens.redeem` (``PrincipalMismatch`` for another person).
+            PauseTokenError: any other refusal of `PauseTokens.redeem` (``PrincipalMismatch``
+                for another person).
         """
         async with self.service.redeem(
             request.token,
