@@ -1,8 +1,5 @@
 """mkdocs hooks: tables that are read from the code instead of being kept by hand.
 
-``<!-- pausetoken:errors -->`` in a page becomes the table of every error class in
-:mod:`pausetoken.exceptions` with its code, HTTP status and meaning.
-
 ``<!-- pausetoken:error-summary -->`` and ``<!-- pausetoken:error-codes -->`` build the
 Errors page: a table of the classes with what to do about each, then one section per class
 listing every code it declares (``codes``) with its meaning and what to do (``actions``).
@@ -16,7 +13,6 @@ from typing import Any
 
 from pausetoken import exceptions
 
-ERRORS_MARKER = "<!-- pausetoken:errors -->"
 ERROR_SUMMARY_MARKER = "<!-- pausetoken:error-summary -->"
 ERROR_CODES_MARKER = "<!-- pausetoken:error-codes -->"
 
@@ -40,18 +36,6 @@ def error_classes() -> list[type[Any]]:
         and inspect.isclass(value)
         and issubclass(value, exceptions.PauseTokenError)
     ]
-
-
-def errors_table() -> str:
-    """The Markdown table of error classes: class, code, HTTP status, meaning."""
-    rows = [
-        "| Error | `code` | HTTP status | Meaning |",
-        "|---|---|---:|---|",
-    ]
-    for cls in error_classes():
-        summary = (inspect.getdoc(cls) or "").strip().splitlines()[0]
-        rows.append(f"| `{cls.__name__}` | `{cls.default_code}` | {cls.http_status} | {summary} |")
-    return "\n".join(rows)
 
 
 def _description(cls: type[Any]) -> str:
@@ -117,8 +101,6 @@ def error_codes() -> str:
 
 def on_page_markdown(markdown: str, **_kwargs: Any) -> str:
     """Replace the markers of generated tables."""
-    if ERRORS_MARKER in markdown:
-        markdown = markdown.replace(ERRORS_MARKER, errors_table())
     if ERROR_SUMMARY_MARKER in markdown:
         markdown = markdown.replace(ERROR_SUMMARY_MARKER, error_summary())
     if ERROR_CODES_MARKER in markdown:

@@ -19,7 +19,7 @@ The store keeps one row per pause in one table, keyed by the pause key (column
     >>> sorted(metadata.tables)
     ['pausetoken_redemptions', 'pausetoken_schema']
 
-The "Token stores" page of the documentation describes the table, the options and the
+The "SQLAlchemy store" page of the documentation describes the table, the options and the
 failures.
 """
 

@@ -56,7 +56,7 @@ class SQLAlchemyStore:
 
     Each operation is one atomic statement on a connection held in autocommit mode:
     ``INSERT ... ON CONFLICT ... DO UPDATE ... RETURNING`` on PostgreSQL and SQLite,
-    ``INSERT ... ON DUPLICATE KEY UPDATE`` on MySQL and MariaDB (the "Token stores" page of
+    ``INSERT ... ON DUPLICATE KEY UPDATE`` on MySQL and MariaDB (the "SQLAlchemy store" page of
     the documentation shows them). The table (and a schema-version marker) is created on
     first use, by `ensure_schema()` or by `check()`; a table the marker says was created is
     never created again.
