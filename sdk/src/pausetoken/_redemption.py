@@ -6,14 +6,15 @@ import asyncio
 import hmac
 import secrets
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from pausetoken._claims import Claims, Redemption, Scope, hash_scope
 from pausetoken._hashing import hash_payload
 from pausetoken._lease import Lease
+from pausetoken._service_api import namespace_of, row_expiry, skewed, store_call, utc
 from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
 from pausetoken._verify import verify_token
 from pausetoken.exceptions import (
@@ -36,102 +37,19 @@ from pausetoken.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncIterator
+    from datetime import datetime
 
     from pausetoken._interrupt import Interrupt
-    from pausetoken._policy import TokenPolicy
-    from pausetoken._reader_api import CheckpointReader
+    from pausetoken._registrations import Registrations
     from pausetoken._reporter import Reporter
-    from pausetoken._signer_api import Signer
-    from pausetoken._store_api import TokenStore
+    from pausetoken._service_api import Service
 
-__all__ = [
-    "Attempt",
-    "Redeemer",
-    "Service",
-    "namespace_of",
-    "registered",
-    "row_expiry",
-    "skewed",
-    "store_call",
-    "utc",
-]
-
-_T = TypeVar("_T")
+__all__ = ["Attempt", "Redeemer"]
 
 # A failed commit is retried after this long at first, doubling up to the maximum.
 _COMMIT_RETRY_FIRST_S = 0.05
 _COMMIT_RETRY_MAX_S = 1.0
-
-
-class Service(Protocol):
-    """What a redemption reads from its service: read at each use, never copied."""
-
-    signer: Signer
-    store: TokenStore
-    checkpoints: CheckpointReader
-    policy: TokenPolicy
-    lease: timedelta
-    clock: Callable[[], float]
-
-
-def utc(seconds: float) -> datetime:
-    """``seconds`` since the epoch as an aware UTC datetime."""
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def row_expiry(policy: TokenPolicy, now: float) -> datetime:
-    """How long a store row must live: past every token that could still verify.
-
-    A token for the pause minted up to ``now`` expires by ``now + max_lifetime`` and
-    verifies until ``leeway`` after that; stores only ever raise a row's expiry.
-    """
-    return utc(now) + policy.max_lifetime + policy.leeway
-
-
-def skewed(policy: TokenPolicy, now: float) -> datetime:
-    """The ``now`` stores compare leases with: this clock less the skew allowance.
-
-    Another worker's lease counts as ended only once it ended ``leeway`` ago by this
-    worker's clock, so clocks that disagree by up to ``leeway`` never take a live claim.
-    """
-    return utc(now) - policy.leeway
-
-
-def namespace_of(checkpoints: CheckpointReader) -> str | None:
-    """The runtime namespace the reader serves (a LangGraph graph), bound into tokens."""
-    namespace = getattr(checkpoints, "namespace", None)
-    return namespace if isinstance(namespace, str) else None
-
-
-def registered(
-    interrupts: dict[str, Interrupt[Any, Any]], interrupt: Interrupt[Any, Any] | str
-) -> Interrupt[Any, Any]:
-    """The registration ``interrupt`` names; an ``Interrupt`` must be the one registered.
-
-    Raises:
-        UnknownInterrupt: nothing, or another interrupt, is registered under the name.
-    """
-    name = interrupt if isinstance(interrupt, str) else interrupt.name
-    found = interrupts.get(name)
-    if found is None:
-        raise UnknownInterrupt
-    if not isinstance(interrupt, str) and found != interrupt:
-        msg = f"another interrupt is registered under the name {interrupt.name!r}"
-        raise UnknownInterrupt(msg)
-    return found
-
-
-async def store_call(call: Awaitable[_T]) -> _T:
-    """Await a store's ``call``; whatever it raises untyped becomes `StoreUnavailable`."""
-    try:
-        return await call
-    except PauseTokenError:
-        raise
-    except Exception as exc:
-        # A store that fails in a way it did not type still fails closed.
-        msg = f"the token store failed: {type(exc).__name__}"
-        raise StoreUnavailable(msg) from exc
 
 
 @attrs.frozen
@@ -182,7 +100,7 @@ class Redeemer:
         self,
         service: Service,
         *,
-        interrupts: dict[str, Interrupt[Any, Any]],
+        interrupts: Registrations,
         report: Reporter,
     ) -> None:
         """Redeem for ``service``, whose registrations ``interrupts`` are (shared, not copied)."""
@@ -241,7 +159,7 @@ class Redeemer:
         commit on (`_commit`).
         """
         expect = attempt.expect
-        expected = None if expect is None else registered(self._interrupts, expect)
+        expected = None if expect is None else self._interrupts.find(expect)
         checked = await self._check(attempt, expected)
         claims = checked.claims
         if checked.stale is not None:

@@ -1,46 +1,29 @@
-"""The `PauseTokens` service: mint, verify and redeem exactly once."""
+"""The `PauseTokens` service: mint, verify and redeem exactly once.
+
+A façade: each method documents what it does and hands it to the part that does it
+(`Minter`, `Redeemer`, `Records`, `Registrations`; `open_parts()` for settings).
+"""
 
 from __future__ import annotations
 
-import enum
-import hmac
 import time
 from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
 
-from cattrs.errors import StructureHandlerNotFoundError
-
-from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope, hash_scope, new_jti
-from pausetoken._hashing import hash_payload
-from pausetoken._policy import MAX_CLAIM_LENGTH, ServicePolicy, policy_keywords, ttl_problem
-from pausetoken._redemption import (
-    Attempt,
-    Redeemer,
-    namespace_of,
-    registered,
-    row_expiry,
-    skewed,
-    store_call,
-    utc,
-)
+from pausetoken._minting import Minter, MintRequest
+from pausetoken._policy import ServicePolicy, policy_keywords
+from pausetoken._records import Records, TokenStatus
+from pausetoken._redemption import Attempt, Redeemer
+from pausetoken._registrations import Registrations
 from pausetoken._reporter import Reporter
-from pausetoken._store_api import PauseState
-from pausetoken._verify import verify_token
-from pausetoken.exceptions import (
-    AlreadyRedeemed,
-    ConfigurationError,
-    InvalidMintRequest,
-    PauseTokenError,
-    PayloadMismatch,
-    ScopeMismatch,
-    TokenExpired,
-    TokenRevoked,
-)
+from pausetoken._service_api import store_call
+from pausetoken._wiring import open_parts
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
     from contextlib import AbstractAsyncContextManager
     from datetime import datetime, timedelta
 
+    from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
     from pausetoken._events import Observer
     from pausetoken._interrupt import Interrupt
     from pausetoken._reader_api import CheckpointReader
@@ -52,24 +35,6 @@ __all__ = ["PauseTokens", "TokenStatus"]
 
 _P = TypeVar("_P")
 _R = TypeVar("_R")
-
-# Ids a token may go without (made up by the reader, or absent claims).
-_OPTIONAL_IDS = frozenset({"interrupt_id", "checkpoint_id", "tool_call_id", "principal"})
-
-
-class TokenStatus(enum.Enum):
-    """Where a token stands (see `PauseTokens.status()`)."""
-
-    #: Valid and not yet redeemed.
-    ACTIVE = "active"
-    #: A redeemer holds a live claim on it.
-    IN_PROGRESS = "in_progress"
-    #: Redeemed.
-    REDEEMED = "redeemed"
-    #: Revoked.
-    REVOKED = "revoked"
-    #: Past its expiry (and not redeemed or revoked in a store that still remembers it).
-    EXPIRED = "expired"
 
 
 def _system_clock() -> float:
@@ -127,19 +92,21 @@ class PauseTokens:
         **policy: Any,
     ) -> None:
         """Create the service; see the class docstring for the arguments."""
-        fields = ServicePolicy(**policy)
-        self.policy = fields.policy
-        self.ttl = fields.ttl
-        self.lease = fields.lease
+        chosen = ServicePolicy(**policy)
         self.signer = signer
         self.store = store
         self.checkpoints = checkpoints
+        self.policy = chosen.policy
+        self.ttl = chosen.ttl
+        self.lease = chosen.lease
         self.clock = clock
-        self._interrupts: dict[str, Interrupt[Any, Any]] = {}
         self._owned: list[Callable[[], Awaitable[None]]] = []
         self._store_checked = False
-        self._report = Reporter(observers, clock=clock)
-        self._redeemer = Redeemer(self, interrupts=self._interrupts, report=self._report)
+        self._interrupts = Registrations()
+        report = Reporter(observers, clock=clock)
+        self._minter = Minter(self, interrupts=self._interrupts, report=report)
+        self._redeemer = Redeemer(self, interrupts=self._interrupts, report=report)
+        self._records = Records(self, report=report)
 
     @classmethod
     def from_settings(
@@ -166,29 +133,16 @@ class PauseTokens:
         Raises:
             ConfigurationError: for unknown or missing backends and bad options.
         """
-        # Only settings need the registry, and reading entry points is slow to import.
-        from pausetoken._registry import (  # noqa: PLC0415
-            load_checkpoints,
-            load_signer,
-            open_store,
-        )
-
-        signer_options = {"max_token_bytes": settings.max_token_bytes, **settings.signer_options}
-        signer = load_signer(settings.signer).from_keys(settings.keys, **signer_options)
-        store = open_store(settings.store_url, **dict(settings.store_options))
-        owned: list[Callable[[], Awaitable[None]]] = [store.aclose]
-        if checkpoints is None:
-            checkpoints = load_checkpoints(settings.checkpoints).from_url(settings.checkpoints)
-            owned.append(checkpoints.aclose)
+        parts = open_parts(settings, checkpoints=checkpoints)
         service = cls(
-            signer=signer,
-            store=store,
-            checkpoints=checkpoints,
+            signer=parts.signer,
+            store=parts.store,
+            checkpoints=parts.checkpoints,
             clock=clock,
             observers=observers,
             **policy_keywords(settings),
         )
-        service._owned = owned
+        service._owned = list(parts.closers)
         return service
 
     async def __aenter__(self) -> Self:
@@ -238,21 +192,7 @@ class PauseTokens:
                 (``duplicate_interrupt``), or its payload or response type has a field
                 type the converter cannot structure (``interrupt_type_unsupported``).
         """
-        existing = self._interrupts.get(interrupt.name)
-        if existing is not None and existing != interrupt:
-            msg = f"an interrupt named {interrupt.name!r} is already registered"
-            raise ConfigurationError(msg, code="duplicate_interrupt")
-        for role, kind in (("payload", interrupt.payload), ("response", interrupt.response)):
-            try:
-                interrupt.converter.get_structure_hook(kind)
-            except StructureHandlerNotFoundError as exc:
-                msg = (
-                    f"the {role} type of {interrupt.name!r} has a field type pausetoken cannot "
-                    "read from JSON; register a structure hook on a converter from "
-                    "make_converter() and pass it as Interrupt(..., converter=...)"
-                )
-                raise ConfigurationError(msg, code="interrupt_type_unsupported") from exc
-        self._interrupts[interrupt.name] = interrupt
+        self._interrupts.add(interrupt)
         return interrupt
 
     def interrupt(self, name: str) -> Interrupt[Any, Any]:
@@ -261,7 +201,7 @@ class PauseTokens:
         Raises:
             UnknownInterrupt: nothing is registered under ``name``.
         """
-        return registered(self._interrupts, name)
+        return self._interrupts.find(name)
 
     # -- minting --------------------------------------------------------------------------
 
@@ -350,84 +290,11 @@ class PauseTokens:
             PayloadMismatch: the runtime stored another payload for this interrupt.
             CheckpointNotFound, CheckpointLost, StaleToken: from the checkpoint reader.
         """
-        lifetime = self.ttl if ttl is None else ttl
-        _check_mint_request(
-            scope=scope,
-            ids={
-                "thread_id": thread_id,
-                "run_id": run_id,
-                "interrupt_id": interrupt_id,
-                "checkpoint_id": checkpoint_id,
-                "tool_call_id": tool_call_id,
-                "principal": principal,
-            },
-            session_id=session_id,
-            ttl_problem=ttl_problem(
-                lifetime, leeway=self.policy.leeway, max_lifetime=self.policy.max_lifetime
-            ),
-        )
-        kind = registered(self._interrupts, interrupt)
-        name = kind.name
-        typed = kind.structure_payload(payload)
-        value = kind.to_json(typed)
-        pending = await self.checkpoints.bind(
-            thread_id=thread_id,
-            payload=value,
-            interrupt_id=interrupt_id,
-            checkpoint_id=checkpoint_id,
-        )
-        request_hash = hash_payload(value)
-        if pending.value is not value and not hmac.compare_digest(
-            request_hash, hash_payload(pending.value)
-        ):
-            msg = "the runtime stored another payload for this interrupt than the one given"
-            raise PayloadMismatch(msg)
-        now = self.clock()
-        iat = int(now)
-        claims = Claims(
-            iss=self.policy.issuer,
-            aud=self.policy.audience,
-            iat=iat,
-            exp=iat + int(lifetime.total_seconds()),
-            jti=new_jti(),
-            name=name,
-            interrupt_id=pending.interrupt_id,
-            run_id=run_id,
-            session_id=session_id,
-            thread_id=pending.thread_id,
-            checkpoint_id=pending.checkpoint_id,
-            scope_hash=hash_scope(scope),
-            request_hash=request_hash,
-            tool_call_id=tool_call_id,
-            sub=principal,
-            ns=namespace_of(self.checkpoints),
-        )
-        await self._refuse_closed_pause(claims)
-        token = self.signer.sign(claims.to_dict())
-        self._report.minted(claims, at=now)
-        return InterruptEvent(
-            name=name,
-            token=token,
-            payload=typed,
-            expires_at=claims.expires_at,
-            interrupt_id=claims.interrupt_id,
-            run_id=run_id,
-            session_id=session_id,
-            thread_id=claims.thread_id,
-            checkpoint_id=claims.checkpoint_id,
-        )
-
-    async def _refuse_closed_pause(self, claims: Claims) -> None:
-        """At mint: no token for a pause that was already answered or revoked."""
-        record = await store_call(self.store.status(claims.pause_key))
-        if record is None:
-            return
-        if record.state is PauseState.REDEEMED:
-            msg = "the pause was already answered; no token is minted for it"
-            raise AlreadyRedeemed(msg, code="pause_already_redeemed")
-        if record.state is PauseState.REVOKED:
-            msg = "the pause was revoked; no token is minted for it"
-            raise TokenRevoked(msg, code="pause_revoked")
+        request = MintRequest(
+            interrupt, payload, scope, thread_id, run_id, session_id,
+            interrupt_id, checkpoint_id, tool_call_id, ttl, principal,
+        )  # fmt: skip
+        return await self._minter.mint(request)
 
     # -- verifying ------------------------------------------------------------------------
 
@@ -440,16 +307,7 @@ class PauseTokens:
             InvalidToken: malformed, forged or unacceptable token.
             TokenExpired: the token expired.
         """
-        return self._verify(token, now=self.clock())
-
-    def _verify(self, token: str, *, now: float, allow_expired: bool = False) -> Claims:
-        try:
-            return verify_token(
-                token, signer=self.signer, policy=self.policy, now=now, allow_expired=allow_expired
-            )
-        except PauseTokenError as exc:
-            self._report.refused(exc, None, at=now)
-            raise
+        return self._records.verify(token, now=self.clock())
 
     # -- redeeming ------------------------------------------------------------------------
 
@@ -607,24 +465,7 @@ class PauseTokens:
             InvalidToken: the token does not verify.
             ScopeMismatch: the token belongs to another scope.
         """
-        now = self.clock()
-        claims = self._verify(token, now=now, allow_expired=True)
-        if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
-            mismatch = ScopeMismatch()
-            self._report.refused(mismatch, claims, at=now)
-            raise mismatch
-        record = await store_call(
-            self.store.revoke(
-                claims.pause_key,
-                claims.scope_hash,
-                claims.name,
-                row_expiry(self.policy, now),
-                skewed(self.policy, now),
-            )
-        )
-        status = _status_of(record.state)
-        self._report.revoked(claims, status.value, at=now)
-        return status
+        return await self._records.revoke(token, scope)
 
     async def purge(self, before: datetime | None = None) -> int:
         """Delete the store's rows that expired before ``before`` (default: now).
@@ -638,11 +479,7 @@ class PauseTokens:
         Raises:
             StoreUnavailable: the store cannot be reached.
         """
-        now = self.clock()
-        cutoff = utc(now) if before is None else before
-        deleted = await store_call(self.store.purge(cutoff))
-        self._report.purged(deleted, at=now)
-        return deleted
+        return await self._records.purge(before)
 
     async def status(self, token: str, *, scope: Scope) -> TokenStatus:
         """Where a token stands.
@@ -651,46 +488,4 @@ class PauseTokens:
             InvalidToken: the token does not verify.
             ScopeMismatch: the token belongs to another scope.
         """
-        now = self.clock()
-        try:
-            claims = verify_token(token, signer=self.signer, policy=self.policy, now=now)
-        except TokenExpired:
-            return TokenStatus.EXPIRED
-        except PauseTokenError as exc:
-            self._report.refused(exc, None, at=now)
-            raise
-        if not hmac.compare_digest(claims.scope_hash, hash_scope(scope)):
-            raise ScopeMismatch
-        record = await store_call(self.store.status(claims.pause_key))
-        if record is not None and record.state is PauseState.CLAIMED:
-            lease_until = record.lease_until
-            if lease_until is not None and lease_until > skewed(self.policy, now):
-                return TokenStatus.IN_PROGRESS
-            record = None
-        return TokenStatus.ACTIVE if record is None else _status_of(record.state)
-
-
-def _status_of(state: PauseState) -> TokenStatus:
-    return {
-        PauseState.CLAIMED: TokenStatus.IN_PROGRESS,
-        PauseState.REDEEMED: TokenStatus.REDEEMED,
-        PauseState.REVOKED: TokenStatus.REVOKED,
-    }[state]
-
-
-def _check_mint_request(
-    *, scope: object, ids: dict[str, str | None], session_id: object, ttl_problem: str | None
-) -> None:
-    """Refuse, before anything is recorded, what could never verify when redeemed."""
-    problems = [] if isinstance(scope, Scope) else ["scope must be a Scope (whose pause it is)"]
-    for name, value in ids.items():
-        if value is None and name in _OPTIONAL_IDS:
-            continue
-        if not isinstance(value, str) or not 0 < len(value) <= MAX_CLAIM_LENGTH:
-            problems.append(f"{name} must be a string of 1 to {MAX_CLAIM_LENGTH} characters")
-    if not isinstance(session_id, str) or len(session_id) > MAX_CLAIM_LENGTH:
-        problems.append(f"session_id must be a string of at most {MAX_CLAIM_LENGTH} characters")
-    if ttl_problem is not None:
-        problems.append(ttl_problem)
-    if problems:
-        raise InvalidMintRequest(problems[0])
+        return await self._records.status(token, scope)
