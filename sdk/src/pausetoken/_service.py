@@ -7,7 +7,7 @@ A façade: each method documents what it does and hands it to the part that does
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Self
 
 from pausetoken._minting import Minter, MintRequest
 from pausetoken._policy import ServicePolicy, policy_keywords
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
     from datetime import datetime, timedelta
 
+    from typing_extensions import TypeVar
+
     from pausetoken._claims import Claims, InterruptEvent, Redemption, Scope
     from pausetoken._events import Observer
     from pausetoken._interrupt import Interrupt
@@ -31,10 +33,12 @@ if TYPE_CHECKING:
     from pausetoken._signer_api import Signer
     from pausetoken._store_api import TokenStore
 
-__all__ = ["PauseTokens", "TokenStatus"]
+    # An interrupt's payload and response types, Any where no interrupt says (a name, or no
+    # expect=): one signature per method. TypeVar defaults are in typing from Python 3.13.
+    _P = TypeVar("_P", default=Any)
+    _R = TypeVar("_R", default=Any)
 
-_P = TypeVar("_P")
-_R = TypeVar("_R")
+__all__ = ["PauseTokens", "TokenStatus"]
 
 
 def _system_clock() -> float:
@@ -205,10 +209,9 @@ class PauseTokens:
 
     # -- minting --------------------------------------------------------------------------
 
-    @overload
     async def mint(
         self,
-        interrupt: Interrupt[_P, Any],
+        interrupt: Interrupt[_P, Any] | str,
         payload: Any,
         *,
         scope: Scope,
@@ -220,40 +223,7 @@ class PauseTokens:
         tool_call_id: str | None = None,
         ttl: timedelta | None = None,
         principal: str | None = None,
-    ) -> InterruptEvent[_P]: ...
-
-    @overload
-    async def mint(
-        self,
-        interrupt: str,
-        payload: Any,
-        *,
-        scope: Scope,
-        thread_id: str,
-        run_id: str,
-        session_id: str = "",
-        interrupt_id: str | None = None,
-        checkpoint_id: str | None = None,
-        tool_call_id: str | None = None,
-        ttl: timedelta | None = None,
-        principal: str | None = None,
-    ) -> InterruptEvent[Any]: ...
-
-    async def mint(
-        self,
-        interrupt: Interrupt[Any, Any] | str,
-        payload: Any,
-        *,
-        scope: Scope,
-        thread_id: str,
-        run_id: str,
-        session_id: str = "",
-        interrupt_id: str | None = None,
-        checkpoint_id: str | None = None,
-        tool_call_id: str | None = None,
-        ttl: timedelta | None = None,
-        principal: str | None = None,
-    ) -> InterruptEvent[Any]:
+    ) -> InterruptEvent[_P]:
         """Mint the token for one pause.
 
         The payload is structured into the registered payload type (so a malformed pause
@@ -311,7 +281,6 @@ class PauseTokens:
 
     # -- redeeming ------------------------------------------------------------------------
 
-    @overload
     def redeem(
         self,
         token: str,
@@ -319,29 +288,8 @@ class PauseTokens:
         *,
         scope: Scope,
         principal: str | None = None,
-        expect: Interrupt[_P, _R],
-    ) -> AbstractAsyncContextManager[Redemption[_P, _R]]: ...
-
-    @overload
-    def redeem(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None = None,
-        expect: None = None,
-    ) -> AbstractAsyncContextManager[Redemption[Any, Any]]: ...
-
-    def redeem(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None = None,
-        expect: Interrupt[Any, Any] | None = None,
-    ) -> AbstractAsyncContextManager[Redemption[Any, Any]]:
+        expect: Interrupt[_P, _R] | None = None,
+    ) -> AbstractAsyncContextManager[Redemption[_P, _R]]:
         """Redeem a token in two phases: claim, run the body, then commit or release.
 
         Checks run cheapest first and nothing changes state before the claim, so a bad
@@ -408,7 +356,6 @@ class PauseTokens:
         """
         return self._redeemer.redeem(Attempt(token, response, scope, principal, expect))
 
-    @overload
     async def consume(
         self,
         token: str,
@@ -416,29 +363,8 @@ class PauseTokens:
         *,
         scope: Scope,
         principal: str | None = None,
-        expect: Interrupt[_P, _R],
-    ) -> Redemption[_P, _R]: ...
-
-    @overload
-    async def consume(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None = None,
-        expect: None = None,
-    ) -> Redemption[Any, Any]: ...
-
-    async def consume(
-        self,
-        token: str,
-        response: Any,
-        *,
-        scope: Scope,
-        principal: str | None = None,
-        expect: Interrupt[Any, Any] | None = None,
-    ) -> Redemption[Any, Any]:
+        expect: Interrupt[_P, _R] | None = None,
+    ) -> Redemption[_P, _R]:
         """Redeem in one step (claim and commit); see `redeem()` for the checks and ``expect``.
 
         Returns:
