@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import typing
 import warnings
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import pytest
 
 from pausetoken import (
@@ -18,6 +20,7 @@ from pausetoken import (
     Settings,
     TokenPolicy,
 )
+from pausetoken._policy import PolicyKeywords, ServicePolicy
 from pausetoken.exceptions import ConfigurationError
 
 if TYPE_CHECKING:
@@ -118,3 +121,11 @@ def test_an_unknown_policy_keyword_is_refused_by_name() -> None:
 def test_settings_take_the_policy_by_keyword_only() -> None:
     with pytest.raises(TypeError):
         Settings("billing", store_url="memory://", keys=KEYS)  # type: ignore[misc]
+
+
+def test_the_policy_keywords_type_checkers_see_are_the_service_policys_fields() -> None:
+    # PauseTokens(**policy) is typed by PolicyKeywords; it must never drift from the fields.
+    fields = [field.name for field in attrs.fields(ServicePolicy)]
+    declared = typing.get_type_hints(ServicePolicy)
+    assert typing.get_type_hints(PolicyKeywords) == {name: declared[name] for name in fields}
+    assert PolicyKeywords.__required_keys__ == frozenset()

@@ -44,7 +44,23 @@ async def redeem(tokens: PauseTokens, token: str, scope: Scope) -> tuple[str, st
 
 async def consume(tokens: PauseTokens, token: str, scope: Scope) -> None:
     # expect= takes the interrupt, not its name.
-    await tokens.consume(token, {}, scope=scope, expect="refund")  # type: ignore[call-overload]
+    await tokens.consume(token, {}, scope=scope, expect="refund")  # type: ignore[arg-type]
+
+
+def policy(tokens: PauseTokens) -> PauseTokens:
+    # The policy's keywords are checked: a duration is a timedelta, and a name is spelled right.
+    built = PauseTokens(
+        signer=tokens.signer,
+        store=tokens.store,
+        checkpoints=tokens.checkpoints,
+        ttl="1h",  # type: ignore[arg-type]
+    )
+    return PauseTokens(
+        signer=built.signer,
+        store=built.store,
+        checkpoints=built.checkpoints,
+        tll=built.ttl,  # type: ignore[call-arg]
+    )
 
 
 async def mint(tokens: PauseTokens, scope: Scope) -> object:

@@ -11,7 +11,7 @@ of the class refusing (``policy_invalid``, or ``settings_invalid`` for settings)
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypedDict
 
 import attrs
 
@@ -34,6 +34,7 @@ __all__ = [
     "MAX_TOKEN_BYTES",
     "MIN_LEASE",
     "MIN_TOKEN_BYTES",
+    "PolicyKeywords",
     "ServicePolicy",
     "TokenPolicy",
     "keyword_only",
@@ -215,6 +216,21 @@ class ServicePolicy(TokenPolicy):
     def policy(self) -> TokenPolicy:
         """The claim checks within (issuer, audience, time, size), for `verify_token()`."""
         return TokenPolicy(**_values(self, TokenPolicy))
+
+
+class PolicyKeywords(TypedDict, total=False):
+    """`ServicePolicy`'s fields as keywords, for type checkers: ``PauseTokens(**policy)``.
+
+    A test holds its keys and types to `ServicePolicy`'s fields.
+    """
+
+    issuer: str
+    audience: str
+    leeway: timedelta
+    max_lifetime: timedelta
+    max_token_bytes: int
+    ttl: timedelta
+    lease: timedelta
 
 
 def policy_keywords(policy: ServicePolicy) -> dict[str, Any]:

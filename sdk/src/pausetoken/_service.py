@@ -7,10 +7,10 @@ A façade: each method documents what it does and hands it to the part that does
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from pausetoken._minting import Minter, MintRequest
-from pausetoken._policy import ServicePolicy, policy_keywords
+from pausetoken._policy import PolicyKeywords, ServicePolicy, policy_keywords
 from pausetoken._records import Records, TokenStatus
 from pausetoken._redemption import Attempt, Redeemer
 from pausetoken._registrations import Registrations
@@ -93,7 +93,7 @@ class PauseTokens:
         checkpoints: CheckpointReader,
         clock: Callable[[], float] = _system_clock,
         observers: Sequence[Observer] = (),
-        **policy: Any,
+        **policy: Unpack[PolicyKeywords],
     ) -> None:
         """Create the service; see the class docstring for the arguments."""
         chosen = ServicePolicy(**policy)
