@@ -37,7 +37,15 @@ from pausetoken._cli.token_input import parse_scope
 from pausetoken._install import install_hint
 from pausetoken._registry import register_store
 from pausetoken.cli import GROUP, Command
-from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, UnknownBackend
+from pausetoken.exceptions import (
+    BackendNotInstalled,
+    CommandLineError,
+    ConfigurationError,
+    InvalidKeys,
+    InvalidSettings,
+    PluginError,
+    UnknownBackend,
+)
 
 _ERRORS = [
     error
@@ -566,8 +574,8 @@ def test_a_token_error_gets_a_token_hint_not_a_settings_one(
 @pytest.mark.parametrize(
     ("argv", "hint"),
     [
-        (["keygen", "--kid", "no spaces"], ConfigurationError.actions["kid_invalid"]),
-        (["inspect", "TOKEN", "--verify"], ConfigurationError.actions["settings_missing"]),
+        (["keygen", "--kid", "no spaces"], InvalidKeys.actions["kid_invalid"]),
+        (["inspect", "TOKEN", "--verify"], InvalidSettings.actions["settings_missing"]),
         (
             ["inspect", "TOKEN", "--verify", "--keys", "KEYS", "--issuer", "other"],
             "set PAUSETOKEN_ISSUER (inspect: --issuer) to the minting service's issuer",
@@ -601,7 +609,8 @@ def test_every_hint_of_the_command_line_is_for_a_declared_code() -> None:
 
 def test_configuration_errors_get_what_their_class_says_to_do() -> None:
     # Raised at start-up, their declared actions speak to whoever runs the command.
-    own = {code for code in TERMINAL_HINTS if code in ConfigurationError.codes}
+    configuration = [error for error in _ERRORS if issubclass(error, ConfigurationError)]
+    own = {code for code in TERMINAL_HINTS if any(code in e.codes for e in configuration)}
     assert own == {"cli_rich_missing"}  # the one hint that is an install line
 
 
@@ -831,7 +840,7 @@ def test_status_without_settings_says_what_to_set(
     assert main(["status", acme_token, "--scope", "acme"]) == 2
     err = capsys.readouterr().err
     assert "error [settings_missing] pausetoken is not configured: set PAUSETOKEN_STORE_URL" in err
-    assert f"hint: {ConfigurationError.actions['settings_missing']}" in err
+    assert f"hint: {InvalidSettings.actions['settings_missing']}" in err
 
 
 def test_not_configured_tells_to_make_the_key_file_with_keygen_dash_o(
@@ -1157,7 +1166,7 @@ def test_bench_outside_a_checkout_says_the_benchmarks_are_not_installed(
         "pausetoken bench: error [cli_benchmarks_missing] the benchmarks are scripts in a "
         "checkout of the pausetoken repository (benchmarks/), not part of the installed package"
     ) in err
-    assert f"hint: {ConfigurationError.actions['cli_benchmarks_missing']}" in err
+    assert f"hint: {CommandLineError.actions['cli_benchmarks_missing']}" in err
 
 
 def test_bench_with_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1375,7 +1384,7 @@ def test_a_command_that_fails_to_import_names_its_distribution(
         f"pausetoken broken: error [command_import_failed] the command 'broken' "
         f"({module}:command from acme-broken 1.0) failed to import: RuntimeError"
     ) in err
-    assert f"hint: {ConfigurationError.actions['command_import_failed']}" in err
+    assert f"hint: {PluginError.actions['command_import_failed']}" in err
     assert "details-of-the-failure" not in err
     assert "Traceback" not in err
     assert main(["broken", "--debug"]) == 2

@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 
 from pausetoken import exceptions
+from pausetoken._policy import TokenPolicy
 from pausetoken.exceptions import InvalidResponse, PauseTokenError, RedemptionInProgress
 
-ERRORS = [getattr(exceptions, name) for name in exceptions.__all__]
+ERRORS = [
+    error
+    for name in exceptions.__all__
+    if isinstance(error := getattr(exceptions, name), type) and issubclass(error, PauseTokenError)
+]
 
 
 def test_every_error_is_exported_and_derives_from_the_base() -> None:
@@ -20,6 +25,7 @@ def test_every_error_is_exported_and_derives_from_the_base() -> None:
         if isinstance(obj, type) and issubclass(obj, PauseTokenError)
     }
     assert defined == set(ERRORS)
+    assert set(exceptions.__all__) == {error.__name__ for error in ERRORS} | {"Code"}
 
 
 def test_codes_are_unique_snake_case_and_statuses_are_http_errors() -> None:
@@ -137,9 +143,12 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def _strings(node: ast.expr, names: dict[str, set[str]]) -> set[str]:
-    """The string values ``node`` may have: a literal, a named constant, either branch."""
+    """The codes ``node`` may name: a literal, a named string, a class's ``Code`` constant
+    (``InvalidKeys.KEY_TOO_SHORT``), either branch."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return {node.value}
+    if isinstance(node, ast.Attribute) and node.attr.isupper():
+        return {node.attr.lower()}
     if isinstance(node, ast.Name):
         return names.get(node.id, set())
     if isinstance(node, ast.IfExp):
@@ -206,9 +215,66 @@ def test_every_code_spelled_in_the_sources_is_declared_on_the_class_raising_it()
     wrong = [
         (path, owner, code)
         for path, owner, code in raised
-        if code not in (getattr(exceptions, owner).codes if owner else declared)
+        if code not in (_family_codes(getattr(exceptions, owner)) if owner else declared)
     ]
     assert wrong == []
+
+
+def _family_codes(error: type[PauseTokenError]) -> set[str]:
+    """The codes ``error`` may be raised with: its own, and its subclasses' (which make an
+    error of the declaring subclass, as `test_a_family_makes_the_class_declaring_the_code`)."""
+    return {code for cls in [error, *_subclasses(error)] for code in cls.codes}
+
+
+def _subclasses(error: type[PauseTokenError]) -> list[type[PauseTokenError]]:
+    return [sub for direct in error.__subclasses__() for sub in [direct, *_subclasses(direct)]]
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "made"),
+    [
+        (exceptions.ConfigurationError, "key_too_short", exceptions.InvalidKeys),
+        (
+            exceptions.ConfigurationError,
+            exceptions.InvalidKeys.KEY_TOO_SHORT,
+            exceptions.InvalidKeys,
+        ),
+        (exceptions.ConfigurationError, "backend_not_installed", exceptions.BackendNotInstalled),
+        (exceptions.PluginError, "ambiguous_command", exceptions.AmbiguousBackend),
+        (exceptions.PauseTokenError, "resume_failed", exceptions.ResumeFailed),
+        (exceptions.InvalidSettings, "settings_missing", exceptions.InvalidSettings),
+    ],
+)
+def test_a_family_makes_the_class_declaring_the_code(
+    raised: type[PauseTokenError], code: exceptions.Code | str, made: type[PauseTokenError]
+) -> None:
+    # Code raising ConfigurationError(code="key_too_short") before the family was split, a
+    # plugin's included, still raises what `except InvalidKeys` catches.
+    err = raised("detail", code=code)
+    assert type(err) is made
+    assert isinstance(err, raised)
+    assert err.code == code
+    assert err.detail == "detail"
+
+
+def test_a_code_is_a_constant_named_after_it_and_equal_to_its_text() -> None:
+    code = exceptions.InvalidKeys.KEY_TOO_SHORT
+    assert code == "key_too_short"
+    assert code != "key_invalid"
+    assert str(code) == code.name == "key_too_short"
+    assert {code: 1}["key_too_short"] == 1
+    assert code.meaning == exceptions.InvalidKeys.codes["key_too_short"]
+    assert exceptions.InvalidKeys.actions["key_too_short"] == (
+        code.action or exceptions.InvalidKeys.action
+    )
+    assert type(exceptions.InvalidKeys("x", code=code).code) is str
+    # A class that only refers to a code (here a policy's refusing code) does not rename it.
+    assert TokenPolicy._invalid_code.name == "policy_invalid"
+
+
+def test_a_code_of_another_family_is_still_refused() -> None:
+    with pytest.raises(ValueError, match="InvalidSettings"):
+        exceptions.InvalidSettings("detail", code=exceptions.InvalidKeys.KEY_TOO_SHORT)
 
 
 # -- what a caller should do, declared on the classes ------------------------------------------

@@ -16,7 +16,7 @@ from pausetoken import MemoryStore, MemoryStoreWarning
 from pausetoken._cli import main
 from pausetoken._cli.store_check import STEPS, StepResult, check_store, failure_cause
 from pausetoken._registry import register_store
-from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.exceptions import ConfigurationError, StoreMisconfigured, StoreUnavailable
 from pausetoken.plugins import ClaimOutcome, ClaimResult
 
 
@@ -289,7 +289,7 @@ def test_store_check_of_a_missing_database_is_a_configuration_error(
         "pausetoken store check: error [store_misconfigured] stopped at step "
         '"schema": database "shop" does not exist'
     ) in captured.err
-    assert f"hint: {ConfigurationError.actions['store_misconfigured']}" in captured.err
+    assert f"hint: {StoreMisconfigured.actions['store_misconfigured']}" in captured.err
     assert "hunter2" not in captured.out + captured.err
 
 

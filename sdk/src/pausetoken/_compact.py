@@ -15,7 +15,7 @@ import json
 import re
 from typing import Any, Final, NoReturn
 
-from pausetoken.exceptions import InvalidToken
+from pausetoken.exceptions import Code, InvalidToken
 
 __all__ = [
     "MAX_HEADER_CHARS",
@@ -56,7 +56,7 @@ _B64_VALUES: Final = {c: i for i, c in enumerate(_ALPHABET.decode("ascii"))}
 _TOKEN_ALPHABET: Final = _ALPHABET + b"."
 
 
-def _fail(code: str, msg: str) -> NoReturn:
+def _fail(code: Code, msg: str) -> NoReturn:
     raise InvalidToken(msg, code=code)
 
 
@@ -160,16 +160,16 @@ def split_token(token: object, *, max_token_bytes: int, segments: int = 3) -> li
             forbidden member) or ``token_header_invalid``.
     """
     if not isinstance(token, str):
-        _fail("token_malformed", "a token must be a string")
+        _fail(InvalidToken.TOKEN_MALFORMED, "a token must be a string")
     if len(token) > max_token_bytes:
-        _fail("token_too_large", f"the token is longer than {max_token_bytes} bytes")
+        _fail(InvalidToken.TOKEN_TOO_LARGE, f"the token is longer than {max_token_bytes} bytes")
     # Before the shape check, whose cost grows with the token: an oversized header is
     # refused at a fixed cost.
     if len(token) > MAX_HEADER_CHARS and token.find(".", 0, MAX_HEADER_CHARS + 1) == -1:
         _refuse_oversized_header(token)
     parts = token.split(".")
     if not _has_compact_shape(token, parts, segments):
-        _fail("token_malformed", _what_is_wrong_with(token, segments))
+        _fail(InvalidToken.TOKEN_MALFORMED, _what_is_wrong_with(token, segments))
     for part in parts:
         _check_canonical(part)
     return parts
@@ -194,21 +194,30 @@ def _has_compact_shape(token: str, parts: list[str], segments: int) -> bool:
 
 def _refuse_oversized_header(token: str) -> NoReturn:
     if "." not in token:
-        _fail("token_malformed", "a token is segments of base64url without padding, joined by '.'")
+        _fail(
+            InvalidToken.TOKEN_MALFORMED,
+            "a token is segments of base64url without padding, joined by '.'",
+        )
     head = token[:_HEADER_SCAN_CHARS].split(".", 1)[0]
     head = head[: len(head) - len(head) % 4]
     if _BASE64URL.fullmatch(head) is None:
-        _fail("token_malformed", "the token is not canonical base64url")
+        _fail(InvalidToken.TOKEN_MALFORMED, "the token is not canonical base64url")
     found = _FORBIDDEN_NAME.search(b64decode_segment(head))
     if found is not None:
         name = found[1].decode("ascii")
-        _fail("token_header_forbidden", f"the token header has a forbidden member: '{name}'")
-    _fail("token_header_invalid", f"the token header is longer than {MAX_HEADER_CHARS} characters")
+        _fail(
+            InvalidToken.TOKEN_HEADER_FORBIDDEN,
+            f"the token header has a forbidden member: '{name}'",
+        )
+    _fail(
+        InvalidToken.TOKEN_HEADER_INVALID,
+        f"the token header is longer than {MAX_HEADER_CHARS} characters",
+    )
 
 
 def _check_canonical(segment: str) -> None:
     if not _canonical_end(segment):
-        _fail("token_malformed", "the token is not canonical base64url")
+        _fail(InvalidToken.TOKEN_MALFORMED, "the token is not canonical base64url")
 
 
 def b64decode_segment(segment: str) -> bytes:
@@ -221,7 +230,7 @@ def b64decode_segment(segment: str) -> bytes:
         return b64url_decode(segment)
     except ValueError as exc:
         msg = "the token is not valid base64url"
-        raise InvalidToken(msg, code="token_malformed") from exc
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_MALFORMED) from exc
 
 
 def _no_constants(_name: str) -> NoReturn:
@@ -252,7 +261,7 @@ _HEADER_DECODER: Final = json.JSONDecoder(
 
 
 def _parse_json_text(
-    text: str, code: str, what: str, decoder: json.JSONDecoder = _DECODER
+    text: str, code: Code, what: str, decoder: json.JSONDecoder = _DECODER
 ) -> dict[str, Any]:
     try:
         value = decoder.decode(text)
@@ -267,7 +276,7 @@ def _parse_json_text(
     return value
 
 
-def _utf8(raw: bytes, code: str, what: str) -> str:
+def _utf8(raw: bytes, code: Code, what: str) -> str:
     # Decode first: json.loads on bytes would also accept UTF-16 and UTF-32.
     try:
         return raw.decode("utf-8")
@@ -300,7 +309,7 @@ def parse_header(segment: str) -> dict[str, Any]:
     """
     if len(segment) > MAX_HEADER_CHARS:
         _refuse_oversized_header(segment + ".")
-    code = "token_header_invalid"
+    code = InvalidToken.TOKEN_HEADER_INVALID
     text = _utf8(b64decode_segment(segment), code, "header")
     return _parse_json_text(text, code, "header", _HEADER_DECODER)
 
@@ -311,12 +320,15 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     Raises:
         InvalidToken: ``token_payload_invalid``.
     """
-    code = "token_payload_invalid"
+    code = InvalidToken.TOKEN_PAYLOAD_INVALID
     text = _utf8(raw, code, "payload")
     payload = _parse_json_text(text, code, "payload")
     # Nesting cannot exceed the number of opening brackets; walk only when it could.
     if text.count("{") + text.count("[") > MAX_PAYLOAD_DEPTH and _too_deep(
         payload, MAX_PAYLOAD_DEPTH
     ):
-        _fail("token_payload_invalid", f"the token payload is nested over {MAX_PAYLOAD_DEPTH}")
+        _fail(
+            InvalidToken.TOKEN_PAYLOAD_INVALID,
+            f"the token payload is nested over {MAX_PAYLOAD_DEPTH}",
+        )
     return payload

@@ -30,7 +30,13 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, OctKey, OKPKey
 
 from pausetoken._compact import DuplicateMember, b64url_decode, no_duplicates
-from pausetoken.exceptions import ConfigurationError, InvalidToken
+from pausetoken.exceptions import (
+    Code,
+    ConfigurationError,
+    InvalidKeys,
+    InvalidSettings,
+    InvalidToken,
+)
 
 __all__ = [
     "KID_PATTERN",
@@ -115,7 +121,7 @@ _MAKE_A_KEY_SET: Final = "create a key set with `pausetoken keygen -o FILE`"
 _OUR_JWK_MEMBERS: Final = frozenset({"kid", "alg", "use", "key_ops", "retire_at"})
 
 
-def _config_error(msg: str, code: str) -> ConfigurationError:
+def _config_error(msg: str, code: Code | str) -> ConfigurationError:
     return ConfigurationError(msg, code=code)
 
 
@@ -182,57 +188,64 @@ def _sequence_share(secret: bytes) -> float:
     return same / (len(secret) - 2)
 
 
-def _text_weakness(text: str) -> tuple[str, str] | None:
+def _text_weakness(text: str) -> tuple[Code, str] | None:
     if _trimmed(text) != text:
-        return "key_whitespace", (
+        return InvalidKeys.KEY_WHITESPACE, (
             "the key has whitespace or control characters at an end (a newline from "
             "`echo > file`?); remove them"
         )
     if not text.isascii():
-        return "key_not_ascii", (
+        return InvalidKeys.KEY_NOT_ASCII, (
             "the key is text with non-ASCII characters, so it was typed, not generated"
         )
     lowered = text.lower()
     if " " in text or any(word in lowered for word in _PLACEHOLDER_WORDS):
-        return "key_placeholder", "the key looks like a placeholder or a human password"
+        return InvalidKeys.KEY_PLACEHOLDER, "the key looks like a placeholder or a human password"
     bits, count = _bits_per_character(text)
     if bits * count < MIN_TEXT_KEY_BITS:
-        return "key_low_entropy", (
+        return InvalidKeys.KEY_LOW_ENTROPY, (
             f"a text key must carry at least {MIN_TEXT_KEY_BITS} bits by its alphabet: "
             "43 base64url characters, 64 hex digits or 39 other printable characters"
         )
     return None
 
 
-def _form_weakness(secret: bytes, alg: str) -> tuple[str, str] | None:
+def _form_weakness(secret: bytes, alg: str) -> tuple[Code, str] | None:
     if any(marker in secret for marker in _KEY_FILE_MARKERS):
-        return "key_is_pem", "PEM, OpenSSH or PuTTY key material cannot be used as a symmetric key"
+        return (
+            InvalidKeys.KEY_IS_PEM,
+            "PEM, OpenSSH or PuTTY key material cannot be used as a symmetric key",
+        )
     if alg == "dir" and len(secret) != SEALED_KEY_BYTES:
-        code = "key_too_short" if len(secret) < SEALED_KEY_BYTES else "key_size_invalid"
+        code = (
+            InvalidKeys.KEY_TOO_SHORT
+            if len(secret) < SEALED_KEY_BYTES
+            else InvalidKeys.KEY_SIZE_INVALID
+        )
         return code, f"a sealed-token key must be exactly {SEALED_KEY_BYTES} bytes"
     if len(secret) < MIN_SECRET_BYTES:
-        return "key_too_short", (
+        return InvalidKeys.KEY_TOO_SHORT, (
             f"an HMAC key must be at least {MIN_SECRET_BYTES} bytes (RFC 7518 §3.2)"
         )
     return None
 
 
-def _pattern_weakness(secret: bytes, text: str | None) -> tuple[str, str] | None:
+def _pattern_weakness(secret: bytes, text: str | None) -> tuple[Code, str] | None:
     if _entropy_bits(secret) < MIN_SECRET_BITS:
-        return "key_low_entropy", (
+        return InvalidKeys.KEY_LOW_ENTROPY, (
             f"the key carries less than {MIN_SECRET_BITS} bits of estimated entropy"
         )
     if _sequence_share(secret) >= _SEQUENCE_SHARE:
-        return "key_low_entropy", "the key is an arithmetic sequence (abc, 123, aaa)"
+        return InvalidKeys.KEY_LOW_ENTROPY, "the key is an arithmetic sequence (abc, 123, aaa)"
     bits = 8.0 if text is None else _bits_per_character(text)[0]
     window = math.ceil(_REPEAT_BITS / bits)
     windows = len(secret) - window + 1
     if len({secret[i : i + window] for i in range(windows)}) < windows:
-        return "key_low_entropy", "the key repeats a pattern"
+        return InvalidKeys.KEY_LOW_ENTROPY, "the key repeats a pattern"
     return None
 
 
-def _weakness(secret: bytes, alg: str) -> tuple[str, str] | None:
+def _weakness(secret: bytes, alg: str) -> tuple[Code, str] | None:
     """Why ``secret`` is refused as a symmetric key, as ``(code, message)``, or ``None``."""
     text = _as_text(secret)
     return (
@@ -280,7 +293,7 @@ def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
     weakness = _weakness(secret, alg)
     if weakness is not None:
         code, msg = weakness
-        if code != "key_is_pem":
+        if code != InvalidKeys.KEY_IS_PEM:
             msg += "; generate one with `pausetoken keygen` or secrets.token_bytes(32)"
         raise _config_error(msg, code)
 
@@ -288,7 +301,7 @@ def check_secret(secret: bytes, *, alg: str = "HS256") -> None:
 def _check_kid(kid: object) -> str:
     if not isinstance(kid, str) or not KID_PATTERN.match(kid):
         msg = "a kid is 1-64 characters of letters, digits and '_.:-'"
-        raise _config_error(msg, "kid_invalid")
+        raise _config_error(msg, InvalidKeys.KID_INVALID)
     return kid
 
 
@@ -296,7 +309,7 @@ def _check_alg(alg: object) -> Algorithm:
     if not isinstance(alg, str) or alg not in SUPPORTED_ALGORITHMS:
         allowed = ", ".join(sorted(SUPPORTED_ALGORITHMS))
         msg = f"key algorithm must be one of {allowed} ('none' never)"
-        raise _config_error(msg, "alg_not_allowed")
+        raise _config_error(msg, InvalidKeys.ALG_NOT_ALLOWED)
     return alg  # type: ignore[return-value]  # narrowed by the membership test
 
 
@@ -307,7 +320,7 @@ def _new_kid() -> str:
 def _aware(moment: datetime, what: str) -> datetime:
     if moment.tzinfo is None or moment.utcoffset() is None:
         msg = f"{what} must be an aware datetime (UTC)"
-        raise _config_error(msg, "naive_datetime")
+        raise _config_error(msg, InvalidSettings.NAIVE_DATETIME)
     return moment.astimezone(UTC)
 
 
@@ -345,7 +358,7 @@ def _key_from_secret(secret: bytes, alg: Algorithm) -> OctKey:
         return OctKey.import_key(secret)
     except (JoseError, ValueError) as exc:
         msg = "the symmetric key could not be imported"
-        raise _config_error(msg, "key_invalid") from exc
+        raise _config_error(msg, InvalidKeys.KEY_INVALID) from exc
 
 
 def _generate_key(alg: Algorithm) -> JoseKey:
@@ -363,12 +376,12 @@ def _generate_key(alg: Algorithm) -> JoseKey:
 def _b64url_decode(value: object, what: str) -> bytes:
     if not isinstance(value, str):
         msg = f"{what} must be base64url without padding"
-        raise _config_error(msg, "key_invalid")
+        raise _config_error(msg, InvalidKeys.KEY_INVALID)
     try:
         return b64url_decode(value)
     except ValueError as exc:
         msg = f"{what} must be canonical base64url without padding"
-        raise _config_error(msg, "key_invalid") from exc
+        raise _config_error(msg, InvalidKeys.KEY_INVALID) from exc
 
 
 def _retire_from_jwk(value: object) -> datetime | None:
@@ -376,7 +389,7 @@ def _retire_from_jwk(value: object) -> datetime | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         msg = "'retire_at' must be a number of seconds since the epoch"
-        raise _config_error(msg, "jwks_invalid")
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID)
     return datetime.fromtimestamp(value, tz=UTC)
 
 
@@ -396,7 +409,7 @@ def _key_ops(value: object, kid: str, alg: Algorithm) -> frozenset[str] | None:
             f"key {kid!r}: algorithm {alg} allows 'key_ops' [{make!r}, {check!r}] or "
             f"[{check!r}] for a key that only checks tokens"
         )
-        raise _config_error(msg, "key_ops_invalid")
+        raise _config_error(msg, InvalidKeys.KEY_OPS_INVALID)
     return frozenset(value)
 
 
@@ -408,23 +421,23 @@ def _check_okp_pair(key: OKPKey, jwk: Mapping[str, Any], kid: str) -> None:
     derived = key.public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
     if not hmac.compare_digest(given, derived):
         msg = f"key {kid!r}: 'x' is not the public half of 'd'"
-        raise _config_error(msg, "key_invalid")
+        raise _config_error(msg, InvalidKeys.KEY_INVALID)
 
 
 def _entry_from_jwk(jwk: object) -> tuple[_Entry, frozenset[str] | None]:
     if not isinstance(jwk, Mapping):
         msg = "every member of 'keys' must be a JSON object"
-        raise _config_error(msg, "jwks_invalid")
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID)
     kid = _check_kid(jwk.get("kid"))
     alg = _check_alg(jwk.get("alg"))
     kty = jwk.get("kty")
     if kty != _KTY[alg]:
         msg = f"key {kid!r}: algorithm {alg} needs a key of type {_KTY[alg]!r}"
-        raise _config_error(msg, "key_alg_mismatch")
+        raise _config_error(msg, InvalidKeys.KEY_ALG_MISMATCH)
     use = jwk.get("use")
     if use is not None and use != _USE[alg]:
         msg = f"key {kid!r}: algorithm {alg} needs 'use': {_USE[alg]!r}"
-        raise _config_error(msg, "key_alg_mismatch")
+        raise _config_error(msg, InvalidKeys.KEY_ALG_MISMATCH)
     ops = _key_ops(jwk.get("key_ops"), kid, alg)
     retire_at = _retire_from_jwk(jwk.get("retire_at"))
     if alg in {"HS256", "dir"}:
@@ -432,14 +445,14 @@ def _entry_from_jwk(jwk: object) -> tuple[_Entry, frozenset[str] | None]:
     else:
         if jwk.get("crv") != _CURVE[alg]:
             msg = f"key {kid!r}: algorithm {alg} needs the curve {_CURVE[alg]}"
-            raise _config_error(msg, "key_alg_mismatch")
+            raise _config_error(msg, InvalidKeys.KEY_ALG_MISMATCH)
         material = {k: v for k, v in jwk.items() if k not in _OUR_JWK_MEMBERS}
         key_class = OKPKey if alg == "EdDSA" else ECKey
         try:
             key = key_class.import_key(material)
         except (JoseError, ValueError, TypeError, KeyError) as exc:
             msg = f"key {kid!r} could not be imported"
-            raise _config_error(msg, "key_invalid") from exc
+            raise _config_error(msg, InvalidKeys.KEY_INVALID) from exc
         # cryptography checks that an EC private key matches its public point; for Ed25519
         # the public half is only derived, so a mismatched 'x' would be exported unnoticed.
         if isinstance(key, OKPKey):
@@ -450,12 +463,12 @@ def _entry_from_jwk(jwk: object) -> tuple[_Entry, frozenset[str] | None]:
 def _parse_jwks_text(text: str) -> Any:
     if not text.strip():
         msg = f"the key set is empty: {_MAKE_A_KEY_SET}"
-        raise _config_error(msg, "jwks_invalid")
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID)
     try:
         return json.loads(text, object_pairs_hook=no_duplicates)
     except DuplicateMember as exc:
         msg = "the JWKS has duplicate members"
-        raise _config_error(msg, "jwks_invalid") from exc
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID) from exc
     except json.JSONDecodeError as exc:
         # Checked only once JSON failed: a key file's markers are ordinary base64url text.
         if any(marker.decode("ascii") in text for marker in _KEY_FILE_MARKERS):
@@ -463,15 +476,15 @@ def _parse_jwks_text(text: str) -> Any:
                 "the key set is PEM, OpenSSH or PuTTY key material, not a JWK Set (JSON): "
                 f"{_MAKE_A_KEY_SET}"
             )
-            raise _config_error(msg, "key_is_pem") from exc
+            raise _config_error(msg, InvalidKeys.KEY_IS_PEM) from exc
         msg = (
             f"the key set is not valid JSON (line {exc.lineno}, column {exc.colno}): fix "
             f"it, or {_MAKE_A_KEY_SET}"
         )
-        raise _config_error(msg, "jwks_invalid") from exc
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID) from exc
     except (ValueError, RecursionError) as exc:
         msg = "the JWKS is not valid JSON"
-        raise _config_error(msg, "jwks_invalid") from exc
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID) from exc
 
 
 def _refuse_other_shapes(data: object) -> None:
@@ -481,13 +494,13 @@ def _refuse_other_shapes(data: object) -> None:
             "the key set is a single JWK, not a JWK Set: wrap it as "
             '{"keys": [<the JWK, with "kid" and "alg">]}, or ' + _MAKE_A_KEY_SET
         )
-        raise _config_error(msg, "jwks_invalid")
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID)
     if isinstance(data, list | tuple):
         msg = (
             'the key set is a JSON array, not a JWK Set: wrap it as {"keys": [...]}, or '
             + _MAKE_A_KEY_SET
         )
-        raise _config_error(msg, "jwks_invalid")
+        raise _config_error(msg, InvalidKeys.JWKS_INVALID)
 
 
 def _validate_entries(
@@ -495,11 +508,11 @@ def _validate_entries(
 ) -> None:
     if not value:
         msg = "a key ring needs at least one key; there is no default key"
-        raise _config_error(msg, "empty_keyring")
+        raise _config_error(msg, InvalidKeys.EMPTY_KEYRING)
     kids = [e.kid for e in value]
     if len(set(kids)) != len(kids):
         msg = "two keys in the ring share one kid"
-        raise _config_error(msg, "duplicate_kid")
+        raise _config_error(msg, InvalidKeys.DUPLICATE_KID)
 
 
 @attrs.frozen(repr=False, eq=False)
@@ -557,14 +570,14 @@ class KeyRing:
         entry = next((e for e in self._entries if e.kid == value), None)
         if entry is None:
             msg = "the active kid names no key in the ring"
-            raise _config_error(msg, "no_active_key")
+            raise _config_error(msg, InvalidKeys.NO_ACTIVE_KEY)
         if entry.retire_at is not None:
             msg = "the active key cannot have a retirement deadline"
-            raise _config_error(msg, "no_active_key")
+            raise _config_error(msg, InvalidKeys.NO_ACTIVE_KEY)
         for other in self._entries:
             if other.kid != value and other.retire_at is None:
                 msg = "every key but the active one needs a retirement deadline ('retire_at')"
-                raise _config_error(msg, "no_active_key")
+                raise _config_error(msg, InvalidKeys.NO_ACTIVE_KEY)
 
     # -- construction ----------------------------------------------------------------------
 
@@ -605,7 +618,7 @@ class KeyRing:
         checked = _check_alg(alg)
         if checked not in {"HS256", "dir"}:
             msg = "a secret can only back an HS256 or dir key"
-            raise _config_error(msg, "alg_not_allowed")
+            raise _config_error(msg, InvalidKeys.ALG_NOT_ALLOWED)
         kid = _check_kid(kid)
         raw = secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
         entry = _Entry(kid=kid, alg=checked, key=_key_from_secret(raw, checked), retire_at=None)
@@ -633,7 +646,7 @@ class KeyRing:
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             msg = f"cannot read the key file {os.fspath(path)}: {reason or type(exc).__name__}"
-            raise _config_error(msg, "settings_file_unreadable") from exc
+            raise _config_error(msg, InvalidSettings.SETTINGS_FILE_UNREADABLE) from exc
         try:
             return cls.from_jwks(text)
         except ConfigurationError as exc:
@@ -659,15 +672,15 @@ class KeyRing:
         _refuse_other_shapes(data)
         if not isinstance(data, Mapping):
             msg = "a JWKS is a JSON object with a 'keys' array"
-            raise _config_error(msg, "jwks_invalid")
+            raise _config_error(msg, InvalidKeys.JWKS_INVALID)
         unknown = set(data) - _JWKS_MEMBERS
         if unknown:
             msg = "the JWKS has members other than 'keys' and 'active'"
-            raise _config_error(msg, "jwks_invalid")
+            raise _config_error(msg, InvalidKeys.JWKS_INVALID)
         keys = data.get("keys")
         if not isinstance(keys, list | tuple):
             msg = "a JWKS is a JSON object with a 'keys' array"
-            raise _config_error(msg, "jwks_invalid")
+            raise _config_error(msg, InvalidKeys.JWKS_INVALID)
         parsed = [_entry_from_jwk(jwk) for jwk in keys]
         entries = tuple(entry for entry, _ops in parsed)
         active = data.get("active")
@@ -675,17 +688,19 @@ class KeyRing:
             current = [e.kid for e in entries if e.retire_at is None]
             if len(current) != 1:
                 msg = "name the signing key with a top-level 'active' member"
-                raise _config_error(msg, "empty_keyring" if not entries else "no_active_key")
+                raise _config_error(
+                    msg, InvalidKeys.NO_ACTIVE_KEY if entries else InvalidKeys.EMPTY_KEYRING
+                )
             active = current[0]
         if not isinstance(active, str):
             msg = "'active' must be the kid of the signing key"
-            raise _config_error(msg, "no_active_key")
+            raise _config_error(msg, InvalidKeys.NO_ACTIVE_KEY)
         ring = cls(entries=entries, active=active)
         for entry, ops in parsed:
             make = _OPS[_USE[entry.alg]][0]
             if entry.kid == ring.active and entry.private and ops is not None and make not in ops:
                 msg = f"key {entry.kid!r} signs, but its 'key_ops' do not include {make!r}"
-                raise _config_error(msg, "key_ops_invalid")
+                raise _config_error(msg, InvalidKeys.KEY_OPS_INVALID)
         return ring
 
     # -- views -------------------------------------------------------------------------------
@@ -719,7 +734,7 @@ class KeyRing:
         entry = self._index[self.active]
         if not entry.private:
             msg = "this key ring is verify-only; it holds no private signing key"
-            raise _config_error(msg, "key_cannot_sign")
+            raise _config_error(msg, InvalidKeys.KEY_CANNOT_SIGN)
         return entry.kid, entry.key, entry.alg
 
     def key_for(self, kid: str, *, now: float) -> tuple[JoseKey, str]:
@@ -738,10 +753,10 @@ class KeyRing:
         entry = self._index.get(kid)
         if entry is None:
             msg = "the token names a key this service does not have"
-            raise InvalidToken(msg, code="token_key_unknown")
+            raise InvalidToken(msg, code=InvalidToken.TOKEN_KEY_UNKNOWN)
         if entry.retire_ts is not None and now >= entry.retire_ts:
             msg = "the token's key has been retired"
-            raise InvalidToken(msg, code="token_key_retired")
+            raise InvalidToken(msg, code=InvalidToken.TOKEN_KEY_RETIRED)
         return entry.key, entry.alg
 
     def retirement(self, kid: str) -> datetime | None:
@@ -781,13 +796,13 @@ class KeyRing:
         """
         if not isinstance(grace, timedelta) or grace < timedelta(0):
             msg = "grace must be a non-negative timedelta"
-            raise _config_error(msg, "grace_invalid")
+            raise _config_error(msg, InvalidKeys.GRACE_INVALID)
         moment = datetime.now(UTC) if now is None else _aware(now, "now")
         if new is None:
             new = KeyRing.generate(self.active_algorithm if alg is None else alg)
         elif alg is not None and new.active_algorithm != alg:
             msg = "the new ring's signing key does not use the requested algorithm"
-            raise _config_error(msg, "key_alg_mismatch")
+            raise _config_error(msg, InvalidKeys.KEY_ALG_MISMATCH)
         deadline = moment + grace
         kept = tuple(
             e.with_retirement(deadline) if e.kid == self.active else e
@@ -813,7 +828,7 @@ class KeyRing:
         for e in self._entries:
             if e.alg in {"HS256", "dir"}:
                 msg = "symmetric keys have no public half; a verify-only ring needs EdDSA or ES256"
-                raise _config_error(msg, "key_no_public_half")
+                raise _config_error(msg, InvalidKeys.KEY_NO_PUBLIC_HALF)
             public = type(e.key).import_key(e.key.as_dict(private=False))
             entries.append(_Entry(kid=e.kid, alg=e.alg, key=public, retire_at=e.retire_at))
         return KeyRing(entries=tuple(entries), active=self.active)
@@ -833,7 +848,7 @@ class KeyRing:
         for e in self._entries:
             if not private and e.alg in {"HS256", "dir"}:
                 msg = "symmetric keys have no public half to export"
-                raise _config_error(msg, "key_no_public_half")
+                raise _config_error(msg, InvalidKeys.KEY_NO_PUBLIC_HALF)
             jwk: dict[str, Any] = dict(e.key.as_dict(private=private and e.private))
             jwk.update(kid=e.kid, alg=e.alg, use=_USE[e.alg])
             if e.retire_at is not None:
@@ -877,7 +892,7 @@ def _check_key_file_mode(path: str, mode: int) -> None:
     shown = f"{stat.S_IMODE(mode):03o}"
     if mode & stat.S_IWOTH:
         msg = f"the key file {path} can be written by other users (mode {shown}); chmod 600 it"
-        raise _config_error(msg, "key_file_insecure")
+        raise _config_error(msg, InvalidKeys.KEY_FILE_INSECURE)
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         logger.warning(
             "key file %s can be read or written by group or others (mode %s); chmod 600 it",

@@ -30,6 +30,7 @@ from pausetoken.exceptions import (
     BackendNotInstalled,
     ConfigurationError,
     PauseTokenError,
+    PluginError,
 )
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def _import_target(target: str) -> object:
             obj = getattr(obj, part)
     except AttributeError as exc:
         msg = f"{match['module']!r} has no attribute {match['attr']!r}"
-        raise ConfigurationError(msg, code="backend_import_failed") from exc
+        raise PluginError(msg, code=PluginError.BACKEND_IMPORT_FAILED) from exc
     return obj
 
 

@@ -147,7 +147,7 @@ class Minter:
             return
         if record.state is PauseState.REDEEMED:
             msg = "the pause was already answered; no token is minted for it"
-            raise AlreadyRedeemed(msg, code="pause_already_redeemed")
+            raise AlreadyRedeemed(msg, code=AlreadyRedeemed.PAUSE_ALREADY_REDEEMED)
         if record.state is PauseState.REVOKED:
             msg = "the pause was revoked; no token is minted for it"
-            raise TokenRevoked(msg, code="pause_revoked")
+            raise TokenRevoked(msg, code=TokenRevoked.PAUSE_REVOKED)

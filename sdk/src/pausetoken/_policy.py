@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypedDict
 
 import attrs
 
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import Code, InvalidSettings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -139,7 +139,7 @@ def validator(
         found = problem(attribute.name, value)
         if found is not None:
             code = instance._invalid_code  # noqa: SLF001 - the refusing class says which
-            raise ConfigurationError(found, code=code)
+            raise InvalidSettings(found, code=code)
 
     return check
 
@@ -166,7 +166,7 @@ class TokenPolicy:
     """
 
     #: The code of the `ConfigurationError` a value out of range is refused with.
-    _invalid_code: ClassVar[str] = "policy_invalid"
+    _invalid_code: ClassVar[Code] = InvalidSettings.POLICY_INVALID
 
     issuer: str = attrs.field(default=DEFAULT_ISSUER, validator=validator(text_problem))
     audience: str = attrs.field(default=DEFAULT_AUDIENCE, validator=validator(text_problem))
@@ -210,7 +210,7 @@ class ServicePolicy(TokenPolicy):
         # The lifetime's range depends on two other fields: checked once they all passed.
         problem = ttl_problem(self.ttl, leeway=self.leeway, max_lifetime=self.max_lifetime)
         if problem is not None:
-            raise ConfigurationError(problem, code=self._invalid_code)
+            raise InvalidSettings(problem, code=self._invalid_code)
 
     @property
     def policy(self) -> TokenPolicy:

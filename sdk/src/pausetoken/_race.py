@@ -33,7 +33,7 @@ from pausetoken import exceptions
 from pausetoken._claims import new_jti
 from pausetoken._registry import load_store, open_store, redact_url
 from pausetoken._store_api import ClaimOutcome, ClaimRequest
-from pausetoken.exceptions import ConfigurationError, PauseTokenError
+from pausetoken.exceptions import ConfigurationError, PauseTokenError, StoreCheckFailed
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -219,7 +219,7 @@ def _tally(keys: list[str], answers: list[tuple[Any, ...]]) -> dict[str, int]:
 
 def _give_up(what: str) -> NoReturn:
     msg = f"a race process failed ({what})"
-    raise PauseTokenError(msg, code="race_worker_failed")
+    raise StoreCheckFailed(msg, code=StoreCheckFailed.RACE_WORKER_FAILED)
 
 
 def _collect(
@@ -245,7 +245,9 @@ def _rebuild(name: str, code: str, detail: str) -> PauseTokenError:
     cls = getattr(exceptions, name, None)
     if isinstance(cls, type) and issubclass(cls, PauseTokenError):
         return cls(detail, code=code)
-    return PauseTokenError(f"a race process raised {name}", code="race_worker_failed")
+    return StoreCheckFailed(
+        f"a race process raised {name}", code=StoreCheckFailed.RACE_WORKER_FAILED
+    )
 
 
 def _set_start(start: Synchronized[float]) -> None:

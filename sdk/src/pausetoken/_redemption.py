@@ -234,7 +234,7 @@ class Redeemer:
         record = await self._status_or_none(key)
         if record is not None and record.state is PauseState.REVOKED:
             msg = "the claim lapsed while the body ran and the pause was then revoked"
-            lost = LeaseLost(msg, code="lease_revoked")
+            lost = LeaseLost(msg, code=LeaseLost.LEASE_REVOKED)
         else:
             lost = LeaseLost()
         self._report.lease_lost(claims, lost)
@@ -257,7 +257,7 @@ class Redeemer:
             )
             if claims.ns != namespace_of(service.checkpoints):
                 msg = "the token was minted for another runtime namespace (another graph)"
-                raise InvalidToken(msg, code="token_namespace_mismatch")
+                raise InvalidToken(msg, code=InvalidToken.TOKEN_NAMESPACE_MISMATCH)
             interrupt = self._interrupts.get(claims.name)
             if not (interrupt is not None and interrupt.cross_scope) and not hmac.compare_digest(
                 claims.scope_hash, hash_scope(attempt.scope)
@@ -269,7 +269,7 @@ class Redeemer:
                 raise UnknownInterrupt
             if expect is not None and interrupt is not expect:
                 msg = f"the token is for another interrupt than {expect.name!r}"
-                raise UnknownInterrupt(msg, code="interrupt_mismatch")
+                raise UnknownInterrupt(msg, code=UnknownInterrupt.INTERRUPT_MISMATCH)
             typed_response = interrupt.structure_response(attempt.response)
             response_hash = _response_hash(interrupt, typed_response)
             try:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from cattrs.errors import StructureHandlerNotFoundError
 
-from pausetoken.exceptions import ConfigurationError, UnknownInterrupt
+from pausetoken.exceptions import InvalidInterrupt, UnknownInterrupt
 
 if TYPE_CHECKING:
     from pausetoken._interrupt import Interrupt
@@ -39,7 +39,7 @@ class Registrations:
         existing = self._by_name.get(interrupt.name)
         if existing is not None and existing != interrupt:
             msg = f"an interrupt named {interrupt.name!r} is already registered"
-            raise ConfigurationError(msg, code="duplicate_interrupt")
+            raise InvalidInterrupt(msg, code=InvalidInterrupt.DUPLICATE_INTERRUPT)
         for role, kind in (("payload", interrupt.payload), ("response", interrupt.response)):
             try:
                 interrupt.converter.get_structure_hook(kind)
@@ -49,7 +49,9 @@ class Registrations:
                     "read from JSON; register a structure hook on a converter from "
                     "make_converter() and pass it as Interrupt(..., converter=...)"
                 )
-                raise ConfigurationError(msg, code="interrupt_type_unsupported") from exc
+                raise InvalidInterrupt(
+                    msg, code=InvalidInterrupt.INTERRUPT_TYPE_UNSUPPORTED
+                ) from exc
         self._by_name[interrupt.name] = interrupt
 
     def get(self, name: str) -> Interrupt[Any, Any] | None:

@@ -33,6 +33,7 @@ from pausetoken.exceptions import (
     BackendNotInstalled,
     ConfigurationError,
     PauseTokenError,
+    PluginError,
     UnknownBackend,
 )
 
@@ -151,7 +152,7 @@ class _BackendLoader(PluginLoader[object]):
         moved = _moved_name(exc)
         if moved is not None:
             msg = f"{self.where(info)} was written for store API 1: {moved}; {_MIGRATION}"
-            return ConfigurationError(msg, code="backend_api_version")
+            return PluginError(msg, code=PluginError.BACKEND_API_VERSION)
         if isinstance(exc, ModuleNotFoundError):
             hint = self.known.get(info.name)
             missing = exc.name or "a module"
@@ -176,7 +177,7 @@ class _BackendLoader(PluginLoader[object]):
             if callable(getattr(found, method, None)):
                 return found
             msg = f"the {self.noun} {info.name!r} ({info.target}) has no {method}()"
-            raise ConfigurationError(msg, code="backend_api_version")
+            raise PluginError(msg, code=PluginError.BACKEND_API_VERSION)
         wanted = ", ".join(str(v) for v in sorted(supported))
         shown = "none" if version is None else repr(version)
         msg = (
@@ -189,7 +190,7 @@ class _BackendLoader(PluginLoader[object]):
                 "row's expiry and leaves live claims unrevoked: upgrade the store's distribution; "
                 f"its authors: {_MIGRATION})"
             )
-        raise ConfigurationError(msg, code="backend_api_version")
+        raise PluginError(msg, code=PluginError.BACKEND_API_VERSION)
 
 
 #: The loader of each kind, holding what this process discovered, imported and registered.
@@ -417,6 +418,6 @@ def open_store(url: str, **options: Any) -> TokenStore:
             msg += f": {type(store).__qualname__} has no {listed}"
             if set(missing) <= {"renew", "check"}:
                 msg += f", which store API 2 added (written for store API 1? {_MIGRATION})"
-        raise ConfigurationError(msg, code="backend_api_version")
+        raise PluginError(msg, code=PluginError.BACKEND_API_VERSION)
     logger.debug("opened store %r for %s", info.name, shown)
     return store

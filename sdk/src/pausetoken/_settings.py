@@ -26,7 +26,7 @@ from pausetoken._keys import _MAKE_A_KEY_SET, KeyRing, read_keys_file
 from pausetoken._policy import ServicePolicy, keyword_only, policy_keywords
 from pausetoken._structure import make_converter
 from pausetoken._urls import redact_url
-from pausetoken.exceptions import ConfigurationError, PauseTokenError
+from pausetoken.exceptions import Code, ConfigurationError, InvalidSettings, PauseTokenError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -36,12 +36,12 @@ __all__ = ["ENV_PREFIX", "Settings", "parse_duration", "verifier_settings"]
 #: Prefix of every environment variable pausetoken reads.
 ENV_PREFIX: Final = "PAUSETOKEN_"
 
-#: Codes of the configuration errors raised here (``ConfigurationError.code``).
-MISSING: Final = "settings_missing"
-UNKNOWN: Final = "settings_unknown"
-CONFLICT: Final = "settings_conflict"
-INVALID: Final = "settings_invalid"
-UNREADABLE: Final = "settings_file_unreadable"
+#: Codes of the configuration errors raised here (``InvalidSettings.code``).
+MISSING: Final = InvalidSettings.SETTINGS_MISSING
+UNKNOWN: Final = InvalidSettings.SETTINGS_UNKNOWN
+CONFLICT: Final = InvalidSettings.SETTINGS_CONFLICT
+INVALID: Final = InvalidSettings.SETTINGS_INVALID
+UNREADABLE: Final = InvalidSettings.SETTINGS_FILE_UNREADABLE
 
 _KEYGEN_HINT: Final = f"{_MAKE_A_KEY_SET} and keep that file secret"
 _STORE_HINT: Final = (
@@ -56,7 +56,8 @@ _UNITS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _INTEGER = re.compile(r"^\d+\Z")
 
 
-def _error(code: str, msg: str) -> ConfigurationError:
+def _error(code: Code | str, msg: str) -> ConfigurationError:
+    # Also re-raises a key set's error with its own code: the class declaring it is made.
     return ConfigurationError(msg, code=code)
 
 
@@ -174,7 +175,7 @@ class Settings(ServicePolicy):
     """
 
     # The token policy's fields (issuer to lease) are ServicePolicy's, refused under our code.
-    _invalid_code: ClassVar[str] = INVALID
+    _invalid_code: ClassVar[Code] = INVALID
 
     store_url: str = attrs.field(validator=_store_url)
     keys: KeyRing = attrs.field(validator=_keyring)

@@ -38,7 +38,13 @@ from pausetoken._compact import (
 from pausetoken._keys import KID_PATTERN, KeyRing, ring_keys
 from pausetoken._policy import DEFAULT_MAX_TOKEN_BYTES, token_bytes_problem
 from pausetoken._signer_api import SIGNERS_API_VERSION
-from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
+from pausetoken.exceptions import (
+    Code,
+    InvalidKeys,
+    InvalidSettings,
+    InvalidToken,
+    UnsupportedPayload,
+)
 
 if TYPE_CHECKING:
     from typing import Self
@@ -73,7 +79,7 @@ _GCM_TAG_BYTES: Final = 16
 _P256_ORDER: Final = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 
 
-def _fail(code: str, msg: str) -> NoReturn:
+def _fail(code: Code, msg: str) -> NoReturn:
     raise InvalidToken(msg, code=code)
 
 
@@ -88,17 +94,23 @@ def _check_header(
     alg = header.get("alg")
     if type(alg) is not str or alg not in allowed:
         why = "has no 'alg'" if alg is None else "names an algorithm that is not allowed"
-        _fail("token_algorithm_not_allowed", f"the token {why}")
+        _fail(InvalidToken.TOKEN_ALGORITHM_NOT_ALLOWED, f"the token {why}")
     if enc is not None and header.get("enc") != enc:
-        _fail("token_algorithm_not_allowed", "the token's content encryption is not allowed")
+        _fail(
+            InvalidToken.TOKEN_ALGORITHM_NOT_ALLOWED,
+            "the token's content encryption is not allowed",
+        )
     extra = header.keys() - members
     if extra:
-        _fail("token_header_forbidden", f"the token header has forbidden members: {_names(extra)}")
+        _fail(
+            InvalidToken.TOKEN_HEADER_FORBIDDEN,
+            f"the token header has forbidden members: {_names(extra)}",
+        )
     if header.get("typ") != TOKEN_TYPE:
-        _fail("token_type_invalid", f"the token 'typ' must be {TOKEN_TYPE!r}")
+        _fail(InvalidToken.TOKEN_TYPE_INVALID, f"the token 'typ' must be {TOKEN_TYPE!r}")
     kid = header.get("kid")
     if type(kid) is not str or not KID_PATTERN.match(kid):
-        _fail("token_header_invalid", "the token 'kid' is missing or malformed")
+        _fail(InvalidToken.TOKEN_HEADER_INVALID, "the token 'kid' is missing or malformed")
     return alg, kid
 
 
@@ -147,27 +159,27 @@ def _hmac_secrets(keys: KeyRing, allowed: frozenset[str]) -> dict[str, tuple[str
 def _check_size_option(max_token_bytes: object) -> int:
     problem = token_bytes_problem("max_token_bytes", max_token_bytes)
     if problem is not None:
-        raise ConfigurationError(problem, code="max_token_bytes_invalid")
+        raise InvalidSettings(problem, code=InvalidSettings.MAX_TOKEN_BYTES_INVALID)
     return max_token_bytes  # type: ignore[return-value]  # checked: an int in range
 
 
 def _encode_claims(claims: object) -> bytes:
     if not isinstance(claims, Mapping):
         msg = "claims must be a mapping"
-        raise UnsupportedPayload(msg, code="claims_not_json")
+        raise UnsupportedPayload(msg, code=UnsupportedPayload.CLAIMS_NOT_JSON)
     try:
         return json.dumps(
             dict(claims), separators=(",", ":"), ensure_ascii=False, allow_nan=False
         ).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
         msg = "the claims cannot be encoded as JSON"
-        raise UnsupportedPayload(msg, code="claims_not_json") from exc
+        raise UnsupportedPayload(msg, code=UnsupportedPayload.CLAIMS_NOT_JSON) from exc
 
 
 def _check_length(token: str, limit: int) -> str:
     if len(token) > limit:
         msg = f"the token would be {len(token)} bytes, over the limit of {limit}"
-        raise UnsupportedPayload(msg, code="token_too_large")
+        raise UnsupportedPayload(msg, code=UnsupportedPayload.TOKEN_TOO_LARGE)
     return token
 
 
@@ -234,20 +246,20 @@ class JoseSigner:
         """Create a signer over ``keys``; see the class docs."""
         if not isinstance(keys, KeyRing):  # pragma: no cover - guards untyped callers
             msg = "JoseSigner needs a KeyRing"  # type: ignore[unreachable]
-            raise ConfigurationError(msg, code="keys_invalid")
+            raise InvalidKeys(msg, code=InvalidKeys.KEYS_INVALID)
         if not keys.algorithms <= _JWS_ALGORITHMS.keys():
             msg = "JoseSigner signs with HS256, EdDSA or ES256 keys; use SealedSigner for dir"
-            raise ConfigurationError(msg, code="alg_not_allowed")
+            raise InvalidKeys(msg, code=InvalidKeys.ALG_NOT_ALLOWED)
         allowed = keys.algorithms
         if algorithms is not None:
             wanted = frozenset(algorithms)
             if not wanted <= _JWS_ALGORITHMS.keys():
                 msg = "allowed algorithms are HS256, EdDSA and ES256"
-                raise ConfigurationError(msg, code="alg_not_allowed")
+                raise InvalidKeys(msg, code=InvalidKeys.ALG_NOT_ALLOWED)
             allowed &= wanted
             if keys.active_algorithm not in allowed:
                 msg = "the signing key's algorithm is not in the allowed algorithms"
-                raise ConfigurationError(msg, code="alg_not_allowed")
+                raise InvalidKeys(msg, code=InvalidKeys.ALG_NOT_ALLOWED)
         self._keys = keys
         self._allowed = allowed
         self._max_token_bytes = _check_size_option(max_token_bytes)
@@ -278,7 +290,7 @@ class JoseSigner:
         if self._signing is None:
             self._keys.signing_key()  # raises key_cannot_sign
             msg = "this signer cannot sign"
-            raise ConfigurationError(msg, code="key_cannot_sign")
+            raise InvalidKeys(msg, code=InvalidKeys.KEY_CANNOT_SIGN)
         header_segment, key, alg = self._signing
         signing_input = f"{header_segment}.{b64url_encode(_encode_claims(claims))}"
         signature = alg.sign(signing_input.encode("ascii"), key)
@@ -316,23 +328,29 @@ class JoseSigner:
             checked = _check_header(header, allowed=self._allowed, members=_JWS_HEADER_MEMBERS)
             self._header_cache.put(header_segment, checked)
         if not signature_segment:
-            _fail("token_malformed", "the token has no signature")
+            _fail(InvalidToken.TOKEN_MALFORMED, "the token has no signature")
         alg_name, kid = checked
         key, key_alg = self._keys.key_for(kid, now=now)
         if key_alg != alg_name:
-            _fail("token_algorithm_not_allowed", "the token's key is not used with its algorithm")
+            _fail(
+                InvalidToken.TOKEN_ALGORITHM_NOT_ALLOWED,
+                "the token's key is not used with its algorithm",
+            )
         alg = _JWS_ALGORITHMS[alg_name]
         signature = b64decode_segment(signature_segment)
         if alg_name == "ES256" and int.from_bytes(signature[32:]) > _P256_ORDER // 2:
-            _fail("token_signature_invalid", "the token's signature is not in canonical form")
+            _fail(
+                InvalidToken.TOKEN_SIGNATURE_INVALID,
+                "the token's signature is not in canonical form",
+            )
         signing_input = token[: len(header_segment) + 1 + len(payload_segment)]
         try:
             valid = alg.verify(signing_input.encode("ascii"), signature, key)
         except (JoseError, ValueError, TypeError) as exc:
             msg = "the token's signature could not be checked"
-            raise InvalidToken(msg, code="token_signature_invalid") from exc
+            raise InvalidToken(msg, code=InvalidToken.TOKEN_SIGNATURE_INVALID) from exc
         if not valid:
-            _fail("token_signature_invalid", "the token's signature is not valid")
+            _fail(InvalidToken.TOKEN_SIGNATURE_INVALID, "the token's signature is not valid")
         return parse_payload(b64decode_segment(payload_segment))
 
     def _verify_hmac(
@@ -349,7 +367,7 @@ class JoseSigner:
         by the standard library (joserfc's does the same computation through more calls).
         """
         if not signature_segment:
-            _fail("token_malformed", "the token has no signature")
+            _fail(InvalidToken.TOKEN_MALFORMED, "the token has no signature")
         kid, secret = hmac_key
         self._keys.key_for(kid, now=now)  # unknown (never, here) or retired
         signing_input = token[: len(token) - len(signature_segment) - 1]
@@ -358,7 +376,7 @@ class JoseSigner:
         # text per byte string, so equal text is an equal signature (and encoding 32 bytes
         # costs less than decoding the segment).
         if not hmac.compare_digest(signature_segment, b64url_encode(expected)):
-            _fail("token_signature_invalid", "the token's signature is not valid")
+            _fail(InvalidToken.TOKEN_SIGNATURE_INVALID, "the token's signature is not valid")
         return parse_payload(b64decode_segment(payload_segment))
 
     def __repr__(self) -> str:
@@ -371,7 +389,7 @@ class JoseSigner:
 def _symmetric(key: JoseKey) -> bytes:
     if not isinstance(key, OctKey):  # pragma: no cover - the ring pins dir keys to oct
         msg = "a dir key must be a symmetric key"
-        raise ConfigurationError(msg, code="key_alg_mismatch")
+        raise InvalidKeys(msg, code=InvalidKeys.KEY_ALG_MISMATCH)
     return key.raw_value
 
 
@@ -407,10 +425,10 @@ class SealedSigner:
         """Create a sealer over ``keys``; see the class docs."""
         if not isinstance(keys, KeyRing):  # pragma: no cover - guards untyped callers
             msg = "SealedSigner needs a KeyRing"  # type: ignore[unreachable]
-            raise ConfigurationError(msg, code="keys_invalid")
+            raise InvalidKeys(msg, code=InvalidKeys.KEYS_INVALID)
         if keys.algorithms != {"dir"}:
             msg = "SealedSigner needs a ring of 'dir' keys (KeyRing.generate('dir'))"
-            raise ConfigurationError(msg, code="alg_not_allowed")
+            raise InvalidKeys(msg, code=InvalidKeys.ALG_NOT_ALLOWED)
         self._keys = keys
         self._max_token_bytes = _check_size_option(max_token_bytes)
         self._header_cache = _HeaderCache()
@@ -467,11 +485,11 @@ class SealedSigner:
             )
             self._header_cache.put(header_segment, checked)
         if key_segment:
-            _fail("token_malformed", "a sealed token ('dir') carries no encrypted key")
+            _fail(InvalidToken.TOKEN_MALFORMED, "a sealed token ('dir') carries no encrypted key")
         key, _alg = self._keys.key_for(checked[1], now=now)
         iv, tag = b64decode_segment(iv_segment), b64decode_segment(tag_segment)
         if len(iv) != _GCM_IV_BYTES or len(tag) != _GCM_TAG_BYTES:
-            _fail("token_malformed", "the token's nonce or tag has the wrong size")
+            _fail(InvalidToken.TOKEN_MALFORMED, "the token's nonce or tag has the wrong size")
         try:
             plaintext = _A256GCM.decrypt(
                 b64decode_segment(ct_segment),
@@ -482,7 +500,7 @@ class SealedSigner:
             )
         except (JoseError, ValueError, TypeError) as exc:
             msg = "the token could not be decrypted"
-            raise InvalidToken(msg, code="token_signature_invalid") from exc
+            raise InvalidToken(msg, code=InvalidToken.TOKEN_SIGNATURE_INVALID) from exc
         return parse_payload(plaintext)
 
     def __repr__(self) -> str:

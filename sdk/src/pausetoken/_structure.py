@@ -245,7 +245,7 @@ def structure_payload(value: Any, kind: Any, *, converter: cattrs.Converter, nam
     except STRUCTURE_ERRORS as exc:
         problem, path = describe_error(exc, kind)
         msg = f"payload does not fit the registered type of {name!r}: {problem} at {path}"
-        raise UnsupportedPayload(msg, code="invalid_payload") from exc
+        raise UnsupportedPayload(msg, code=UnsupportedPayload.INVALID_PAYLOAD) from exc
 
 
 def structure_response(value: Any, kind: Any, *, converter: cattrs.Converter, name: str) -> Any:

@@ -45,7 +45,7 @@ _JWE_SEGMENTS: Final = 5
 
 
 def _invalid(claim: str, why: str) -> InvalidToken:
-    return InvalidToken(f"claim '{claim}' {why}", code="token_claims_invalid")
+    return InvalidToken(f"claim '{claim}' {why}", code=InvalidToken.TOKEN_CLAIMS_INVALID)
 
 
 def _check_names(claims: dict[str, Any]) -> None:
@@ -53,7 +53,7 @@ def _check_names(claims: dict[str, Any]) -> None:
     if unknown:
         names = ", ".join(sorted(repr(name[:32]) for name in unknown)[:5])
         msg = f"the token carries unknown claims: {names}"
-        raise InvalidToken(msg, code="token_claims_invalid")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_CLAIMS_INVALID)
     missing = _REQUIRED - claims.keys()
     if missing:
         raise _invalid(min(missing), "is missing")
@@ -102,14 +102,14 @@ def _check_time(
         raise _invalid("exp", "must be after 'iat'")
     if exp - iat > policy.max_lifetime.total_seconds():
         msg = "the token's lifetime ('exp' - 'iat') is longer than allowed"
-        raise InvalidToken(msg, code="token_lifetime_too_long")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_LIFETIME_TOO_LONG)
     if iat > now + leeway:
         msg = "the token was issued in the future ('iat')"
-        raise InvalidToken(msg, code="token_not_yet_valid")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_NOT_YET_VALID)
     nbf = claims.get("nbf")
     if nbf is not None and nbf > now + leeway:
         msg = "the token is not valid yet ('nbf')"
-        raise InvalidToken(msg, code="token_not_yet_valid")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_NOT_YET_VALID)
 
 
 def _same(a: str, b: str) -> bool:
@@ -150,22 +150,22 @@ def verify_token(
     """
     if not isinstance(token, str):
         msg = "a token must be a string"
-        raise InvalidToken(msg, code="token_malformed")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_MALFORMED)
     if len(token) > policy.max_token_bytes:
         msg = f"the token is longer than {policy.max_token_bytes} bytes"
-        raise InvalidToken(msg, code="token_too_large")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_TOO_LARGE)
     claims = signer.verify(token, now=now)
     if type(claims) is not dict:
         msg = "the signer returned no claim set"
-        raise InvalidToken(msg, code="token_payload_invalid")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_PAYLOAD_INVALID)
     _check_claims(claims)
     _check_time(claims, policy, now, allow_expired=allow_expired)
     if not _same(claims["iss"], policy.issuer):
         msg = "the token was issued by another issuer"
-        raise InvalidToken(msg, code="token_issuer_invalid")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_ISSUER_INVALID)
     if not _same(claims["aud"], policy.audience):
         msg = "the token is meant for another audience"
-        raise InvalidToken(msg, code="token_audience_invalid")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_AUDIENCE_INVALID)
     if JTI_PATTERN.match(claims["jti"]) is None:
         raise _invalid("jti", "must be 22 to 64 base64url characters")
     # nbf has been checked; Claims carries what the service uses after verification.

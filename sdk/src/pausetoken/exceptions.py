@@ -15,7 +15,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -26,22 +26,32 @@ __all__ = [
     "BackendNotInstalled",
     "CheckpointLost",
     "CheckpointNotFound",
+    "Code",
+    "CommandLineError",
     "CommitUnconfirmed",
     "ConfigurationError",
+    "InvalidInterrupt",
+    "InvalidKeys",
     "InvalidMintRequest",
     "InvalidRequest",
     "InvalidResponse",
+    "InvalidSettings",
     "InvalidToken",
+    "LangGraphMisconfigured",
     "LeaseLost",
     "NotAuthenticated",
     "PauseTokenError",
     "PayloadMismatch",
+    "PluginError",
     "PrincipalMismatch",
     "RedemptionInProgress",
     "RequestForbidden",
     "RequestTooLarge",
+    "ResumeFailed",
     "ScopeMismatch",
     "StaleToken",
+    "StoreCheckFailed",
+    "StoreMisconfigured",
     "StoreUnavailable",
     "TokenExpired",
     "TokenRevoked",
@@ -52,6 +62,71 @@ __all__ = [
 ]
 
 _PROBLEM_TYPE_BASE = "urn:pausetoken:error:"
+
+
+class Code:
+    """A stable error code, declared as a constant on the error class that carries it.
+
+    The constant's name, lower-cased, is the code: ``TokenExpired.TOKEN_EXPIRED`` is
+    ``"token_expired"``, and it equals that string. ``meaning`` says in one line when the
+    code is raised; ``action`` what a caller should do about it, when that differs from the
+    class's ``action``. The documentation's code tables are generated from these.
+
+    Examples:
+        >>> from pausetoken.exceptions import InvalidKeys
+        >>> InvalidKeys.KEY_TOO_SHORT == "key_too_short"
+        True
+        >>> InvalidKeys("the key is 16 bytes long", code=InvalidKeys.KEY_TOO_SHORT).code
+        'key_too_short'
+    """
+
+    __slots__ = ("action", "meaning", "name")
+
+    def __init__(self, meaning: str, *, action: str | None = None) -> None:
+        """Declare a code; its name is the constant's it is assigned to."""
+        self.meaning = meaning
+        self.action = action
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        # The class declaring the code names it; a class that only refers to it does not.
+        if not self.name:
+            self.name = name.lower()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Code):
+            return self.name == other.name
+        return isinstance(other, str) and self.name == other
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"Code({self.name!r})"
+
+
+def _declaring_subclass(cls: type[PauseTokenError], name: str) -> type[PauseTokenError] | None:
+    for subclass in cls.__subclasses__():
+        if name in vars(subclass).get("codes", ()):
+            return subclass
+        if (found := _declaring_subclass(subclass, name)) is not None:
+            return found
+    return None
+
+
+def _declare_codes(cls: type[PauseTokenError]) -> None:
+    """Gather the class's own ``Code`` constants: ``default_code``, ``codes``, ``actions``."""
+    declared = [value for value in vars(cls).values() if isinstance(value, Code)]
+    if not declared:  # a subclass declaring ``codes`` as a mapping, the earlier way
+        if "codes" in vars(cls) and "actions" not in vars(cls):
+            cls.actions = dict.fromkeys(cls.codes, cls.action)
+        return
+    cls.default_code = declared[0].name
+    cls.codes = {code.name: code.meaning for code in declared}
+    cls.actions = {code.name: code.action or cls.action for code in declared}
 
 
 class PauseTokenError(Exception):
@@ -69,58 +144,54 @@ class PauseTokenError(Exception):
             Errors page is generated from ``codes`` and ``actions``.
     """
 
-    default_code: ClassVar[str] = "pausetoken_error"
-    codes: ClassVar[Mapping[str, str]] = {
-        "pausetoken_error": "An error without a more specific class.",
-        "race_worker_failed": (
-            "A process of the store race check failed; only its error type is reported."
-        ),
-        "resume_failed": (
-            "The HTTP router's resume function raised an error that is not a pausetoken error."
-        ),
-        "resume_result_invalid": (
-            "The HTTP router's resume function returned a result JSON cannot carry exactly."
-        ),
-    }
+    # Filled from the class's Code constants when the class is defined (_declare_codes).
+    default_code: ClassVar[str]
+    codes: ClassVar[Mapping[str, str]]
+    actions: ClassVar[Mapping[str, str]]
+
+    PAUSETOKEN_ERROR = Code("An error without a more specific class.")
     action: ClassVar[str] = (
-        "Log it with its code and answer 500; an error without a more specific class is a "
-        "failure to report if it repeats."
+        "Log it with its code and answer 500; an error without a more specific class is a failure "
+        "to report if it repeats."
     )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "race_worker_failed": (
-            "Run pausetoken store check URL --debug to see the failed process's traceback; "
-            "do not use a store that fails under concurrent claims."
-        ),
-        "resume_failed": (
-            "The claim was released: fix the resume function (the log names its error type); "
-            "the same answer can be sent again."
-        ),
-        "resume_result_invalid": (
-            "The run resumed and the answer is committed: return JSON values (dicts, lists, "
-            "str, finite numbers, bool, None) from the resume function."
-        ),
-    }
     default_detail: ClassVar[str] = "The request could not be processed."
     http_status: ClassVar[int] = 500
     title: ClassVar[str] = "pausetoken error"
 
-    def __init__(self, detail: str | None = None, *, code: str | None = None) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _declare_codes(cls)
+
+    def __new__(cls, *args: Any, code: Code | str | None = None, **_: Any) -> Self:
+        """Make the error, of the subclass that declares ``code`` when this class does not.
+
+        ``ConfigurationError(code="key_too_short")`` is an ``InvalidKeys``: a code names one
+        class, however the raise site spells it.
+        """
+        name = code.name if isinstance(code, Code) else code
+        if name is not None and name not in cls.codes:
+            made = _declaring_subclass(cls, name)
+            if made is not None:
+                return cast("Self", super().__new__(made, *args))
+        return super().__new__(cls, *args)
+
+    def __init__(self, detail: str | None = None, *, code: Code | str | None = None) -> None:
         """Create the error.
 
         Args:
             detail: What went wrong, for humans. Must not contain tokens or user data.
-            code: A more specific stable code than the class default, declared in the
-                class's ``codes``.
+            code: A more specific stable code than the class default: one of the class's
+                ``Code`` constants (its name as a string is accepted too).
 
         Raises:
-            ValueError: ``code`` is not declared in the class's ``codes`` (a programming
-                error: declare the code and its meaning on the class first).
+            ValueError: ``code`` is not declared on the class (a programming error: declare
+                the code and its meaning on the class first).
         """
-        if code is not None and code not in self.codes:
-            msg = f"{type(self).__name__} does not declare the code {code!r} in its 'codes'"
+        name = code.name if isinstance(code, Code) else code
+        if name is not None and name not in self.codes:
+            msg = f"{type(self).__name__} does not declare the code {name!r}"
             raise ValueError(msg)
-        self.code: str = code or self.default_code
+        self.code: str = name or self.default_code
         self.detail: str = detail or self.default_detail
         super().__init__(self.detail)
 
@@ -145,271 +216,316 @@ class PauseTokenError(Exception):
         }
 
 
+_declare_codes(PauseTokenError)
+
+
 # -- configuration (raised at start-up, never while serving a token) ---------------------
 
 
 class ConfigurationError(PauseTokenError):
     """pausetoken is configured wrongly: missing or weak keys, bad settings, bad URLs."""
 
-    default_code = "configuration_error"
-    codes: ClassVar[Mapping[str, str]] = {
-        "configuration_error": "pausetoken is configured wrongly (no more specific code).",
-        "settings_missing": "A required setting (store URL, key set) is not given.",
-        "settings_unknown": "A setting name is not known (a misspelling).",
-        "settings_conflict": "Two settings that exclude each other are both given.",
-        "settings_invalid": "A setting has the wrong type or value.",
-        "settings_file_unreadable": "The settings file or the key file cannot be read.",
-        "policy_invalid": "A TokenPolicy value is out of range.",
-        "max_token_bytes_invalid": "max_token_bytes is not an integer from 256 to 65536.",
-        "keys_invalid": "A signer was given something other than a KeyRing.",
-        "alg_not_allowed": (
-            "An algorithm outside HS256, EdDSA, ES256 and dir, or one the signer does not use."
-        ),
-        "empty_keyring": "The key set holds no key; there is no default key.",
-        "duplicate_kid": "Two keys share one kid.",
-        "no_active_key": "No key, or more than one, is marked as the signing key.",
-        "kid_invalid": "A kid is not 1 to 64 letters, digits and '_.:-'.",
-        "jwks_invalid": "The key set is not a JWK Set in the documented format.",
-        "key_invalid": (
-            "Key material cannot be imported, or a private key's public half is not its own."
-        ),
-        "key_alg_mismatch": "A key's type, curve or use does not fit its algorithm.",
-        "key_ops_invalid": "A key's key_ops contradict how pausetoken uses it.",
-        "key_too_short": "A symmetric key is shorter than 32 bytes.",
-        "key_size_invalid": "A sealed-token key is not exactly 32 bytes.",
-        "key_is_pem": "PEM, OpenSSH or PuTTY material was given where a key or JWK Set belongs.",
-        "key_whitespace": "A text key has whitespace or control characters at an end.",
-        "key_not_ascii": "A text key is not ASCII: typed text, not generated.",
-        "key_placeholder": "A text key contains a space or a placeholder word.",
-        "key_low_entropy": "A key carries too little estimated entropy or repeats a pattern.",
-        "key_file_insecure": "The key file may be written by other users.",
-        "key_cannot_sign": "The ring holds no private half of its signing key.",
-        "key_no_public_half": "Symmetric keys have no public half to export or verify with.",
-        "grace_invalid": "A rotation's grace period is not a non-negative timedelta.",
-        "naive_datetime": "A datetime without a time zone was given.",
-        "backend_import_failed": "An installed backend failed to import.",
-        "backend_api_version": "A backend implements another plugin API version.",
-        "command_import_failed": "An installed command fails to import.",
-        "command_invalid": (
-            "An installed command's entry point names no command (help, arguments and run)."
-        ),
-        "duplicate_interrupt": "Two interrupt kinds are registered under one name.",
-        "interrupt_type_unsupported": (
-            "An interrupt's payload or response type cannot be read from JSON."
-        ),
-        "store_misconfigured": (
-            "The store refuses permanently (credentials, database, permissions)."
-        ),
-        "store_table_missing": "The store's table is missing at start-up.",
-        "store_schema_too_new": "The store's table was created by a newer version.",
-        "store_schema_mismatch": "The store's table lacks columns this version uses.",
-        "cli_usage": "A command-line argument is missing or out of range.",
-        "cli_rich_missing": "The command draws tables and rich (the cli extra) is not installed.",
-        "cli_output_exists": "keygen -o names a path that exists; it is never overwritten.",
-        "cli_output_unwritable": "keygen -o cannot create its file.",
-        "cli_benchmarks_missing": (
-            "pausetoken bench finds no benchmark scripts (they are in a checkout, not the wheel)."
-        ),
-        "demo_checkpointer_failed": "The demo cannot open its LangGraph checkpointer.",
-        "langgraph_no_checkpointer": "The LangGraph graph was compiled without a checkpointer.",
-        "langgraph_sync_checkpointer": (
-            "The LangGraph graph's checkpointer is synchronous; the helpers need an async one."
-        ),
-        "langgraph_needs_graph": "The LangGraph checkpoint reader needs the compiled graph.",
-        "langgraph_interrupt_id_required": (
-            "LangGraph assigns interrupt ids; the pending one must be named."
-        ),
-        "langgraph_reader_mismatch": "The service reads another graph than the one being resumed.",
-        "langgraph_thread_required": "The LangGraph config has no configurable.thread_id.",
-        "langgraph_subgraph_config": (
-            "A subgraph's config was given where the root graph's is needed."
-        ),
-        "langgraph_resume_addressed": (
-            "The resume config names a checkpoint; the token gives the thread."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Fix what the message names and restart: retrying does not help. A server answers 500 "
-        "and keeps the detail in its log."
+    CONFIGURATION_ERROR = Code("pausetoken is configured wrongly (no more specific code).")
+    action = (
+        "Fix what the message names and restart: retrying does not help. A server answers 500 and "
+        "keeps the detail in its log."
     )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "settings_missing": (
-            "Set PAUSETOKEN_STORE_URL and PAUSETOKEN_KEYS_FILE (or the store_url and keys "
-            "settings); pausetoken keygen -o FILE makes a key set."
-        ),
-        "settings_unknown": (
-            "Correct or unset the setting named (the message suggests the closest name)."
-        ),
-        "settings_conflict": "Keep one of the two settings named.",
-        "settings_invalid": (
-            "Correct the value of the setting named; durations are seconds or 15m, 24h, 7d."
-        ),
-        "settings_file_unreadable": "Check the path, and that this user may read the file.",
-        "policy_invalid": (
-            "Correct the duration, issuer or audience named: ttl within max_lifetime, lease at "
-            "least 1 second."
-        ),
-        "max_token_bytes_invalid": "Set max_token_bytes to an integer from 256 to 65536.",
-        "keys_invalid": "Pass the signer a KeyRing, for example KeyRing.from_jwks(text).",
-        "alg_not_allowed": (
-            "Use HS256, EdDSA or ES256 keys with the jose signer, and dir keys with sealed."
-        ),
-        **dict.fromkeys(
-            (
-                "empty_keyring",
-                "jwks_invalid",
-                "key_invalid",
-                "key_alg_mismatch",
-                "key_ops_invalid",
-                "key_too_short",
-                "key_size_invalid",
-                "key_is_pem",
-                "key_whitespace",
-                "key_not_ascii",
-                "key_placeholder",
-                "key_low_entropy",
-            ),
-            "Make a key set with pausetoken keygen -o FILE and point PAUSETOKEN_KEYS_FILE at it.",
-        ),
-        "duplicate_kid": "Give every key its own kid (pausetoken keygen --kid KID).",
-        "no_active_key": (
-            "Name the signing key in the key set's active member; give every other key a retire_at."
-        ),
-        "kid_invalid": "Use a kid of 1 to 64 letters, digits and '_.:-'.",
-        "key_file_insecure": (
-            "chmod 600 the key file, and find out who else could have changed it."
-        ),
-        "key_cannot_sign": "Mint with the ring that holds the private signing key.",
-        "key_no_public_half": (
-            "Use EdDSA or ES256 keys where verifiers must not mint; HS256 and dir are shared."
-        ),
-        "grace_invalid": ("Pass a grace of at least the longest token lifetime plus the leeway."),
-        "naive_datetime": "Pass an aware datetime, such as datetime.now(UTC).",
-        "backend_import_failed": (
-            "Run pausetoken backends, or the command again with --debug, to see why it fails; "
-            "reinstall the backend."
-        ),
-        "backend_api_version": (
-            "Upgrade the backend's distribution to a release made for this pausetoken."
-        ),
-        "command_import_failed": (
-            "Run the command again with --debug to see why it fails; reinstall or upgrade the "
-            "distribution the message names."
-        ),
-        "command_invalid": (
-            "Upgrade the distribution the message names to a release made for this pausetoken, "
-            "or uninstall it."
-        ),
-        "duplicate_interrupt": "Register each interrupt name once per service.",
-        "interrupt_type_unsupported": (
-            "Use attrs classes, dataclasses, TypedDicts, pydantic models or JSON types."
-        ),
-        "store_misconfigured": (
-            "Correct the store URL (user, password, database, path) or the database's "
-            "permissions; waiting will not help."
-        ),
-        "store_table_missing": (
-            "Restore the table from a backup: its rows refuse replays. Delete its row in "
-            "pausetoken_schema only to start afresh on purpose."
-        ),
-        "store_schema_too_new": (
-            "Upgrade pausetoken-sqlalchemy to the release that created the table."
-        ),
-        "store_schema_mismatch": (
-            "Migrate the table as the message says (it names the columns), keeping its rows: "
-            "they refuse replays."
-        ),
-        "cli_usage": "Run pausetoken COMMAND --help for the arguments.",
-        "cli_rich_missing": "Install the cli extra, or pass --json.",
-        "cli_output_exists": (
-            "Choose another path; remove the file first only to replace its key set on purpose."
-        ),
-        "cli_output_unwritable": "Check that the directory exists and that you may write to it.",
-        "cli_benchmarks_missing": "Run it in a clone of the repository, or pass --dir DIR.",
-        "demo_checkpointer_failed": (
-            "Check that the checkpointer's database runs and that the URL names it."
-        ),
-        "langgraph_no_checkpointer": (
-            "Compile the graph with an async checkpointer (AsyncSqliteSaver, AsyncPostgresSaver)."
-        ),
-        "langgraph_sync_checkpointer": (
-            "Use AsyncSqliteSaver or AsyncPostgresSaver instead of SqliteSaver or PostgresSaver."
-        ),
-        "langgraph_needs_graph": (
-            "Build LangGraphCheckpoints(graph) in code and pass it as checkpoints=."
-        ),
-        "langgraph_interrupt_id_required": (
-            "Pass the pending interrupt's id, or mint with mint_pending()."
-        ),
-        "langgraph_reader_mismatch": (
-            "Resume with the service built with LangGraphCheckpoints(graph) for this graph."
-        ),
-        "langgraph_thread_required": "Put the thread id in config['configurable']['thread_id'].",
-        "langgraph_subgraph_config": "Pass the thread's config, not a subgraph's.",
-        "langgraph_resume_addressed": (
-            "Remove thread_id, checkpoint_id and checkpoint_ns from the resume config."
-        ),
-    }
     default_detail = "pausetoken is not configured correctly."
     http_status = 500
     title = "Configuration error"
 
 
-class BackendNotInstalled(ConfigurationError):
+class InvalidSettings(ConfigurationError):
+    """A setting or a policy value is missing, unknown, conflicting or invalid."""
+
+    SETTINGS_INVALID = Code("A setting has the wrong type or value.")
+    SETTINGS_MISSING = Code(
+        "A required setting (store URL, key set) is not given.",
+        action=(
+            "Set PAUSETOKEN_STORE_URL and PAUSETOKEN_KEYS_FILE (or the store_url and keys "
+            "settings); pausetoken keygen -o FILE makes a key set."
+        ),
+    )
+    SETTINGS_UNKNOWN = Code(
+        "A setting name is not known (a misspelling).",
+        action="Correct or unset the setting named (the message suggests the closest name).",
+    )
+    SETTINGS_CONFLICT = Code(
+        "Two settings that exclude each other are both given.",
+        action="Keep one of the two settings named.",
+    )
+    SETTINGS_FILE_UNREADABLE = Code(
+        "The settings file or the key file cannot be read.",
+        action="Check the path, and that this user may read the file.",
+    )
+    POLICY_INVALID = Code(
+        "A TokenPolicy value is out of range.",
+        action=(
+            "Correct the duration, issuer or audience named: ttl within max_lifetime, lease at "
+            "least 1 second."
+        ),
+    )
+    MAX_TOKEN_BYTES_INVALID = Code(
+        "max_token_bytes is not an integer from 256 to 65536.",
+        action="Set max_token_bytes to an integer from 256 to 65536.",
+    )
+    NAIVE_DATETIME = Code(
+        "A datetime without a time zone was given.",
+        action="Pass an aware datetime, such as datetime.now(UTC).",
+    )
+    action = "Correct the value of the setting named; durations are seconds or 15m, 24h, 7d."
+    default_detail = "A setting is missing or invalid."
+    title = "Invalid settings"
+
+
+class InvalidKeys(ConfigurationError):
+    """The key set or a key is unusable: malformed, weak, of the wrong type, or unsafe to use."""
+
+    KEY_INVALID = Code(
+        "Key material cannot be imported, or a private key's public half is not its own."
+    )
+    KEYS_INVALID = Code(
+        "A signer was given something other than a KeyRing.",
+        action="Pass the signer a KeyRing, for example KeyRing.from_jwks(text).",
+    )
+    ALG_NOT_ALLOWED = Code(
+        "An algorithm outside HS256, EdDSA, ES256 and dir, or one the signer does not use.",
+        action="Use HS256, EdDSA or ES256 keys with the jose signer, and dir keys with sealed.",
+    )
+    EMPTY_KEYRING = Code("The key set holds no key; there is no default key.")
+    DUPLICATE_KID = Code(
+        "Two keys share one kid.",
+        action="Give every key its own kid (pausetoken keygen --kid KID).",
+    )
+    NO_ACTIVE_KEY = Code(
+        "No key, or more than one, is marked as the signing key.",
+        action=(
+            "Name the signing key in the key set's active member; give every other key a retire_at."
+        ),
+    )
+    KID_INVALID = Code(
+        "A kid is not 1 to 64 letters, digits and '_.:-'.",
+        action="Use a kid of 1 to 64 letters, digits and '_.:-'.",
+    )
+    JWKS_INVALID = Code("The key set is not a JWK Set in the documented format.")
+    KEY_ALG_MISMATCH = Code("A key's type, curve or use does not fit its algorithm.")
+    KEY_OPS_INVALID = Code("A key's key_ops contradict how pausetoken uses it.")
+    KEY_TOO_SHORT = Code("A symmetric key is shorter than 32 bytes.")
+    KEY_SIZE_INVALID = Code("A sealed-token key is not exactly 32 bytes.")
+    KEY_IS_PEM = Code("PEM, OpenSSH or PuTTY material was given where a key or JWK Set belongs.")
+    KEY_WHITESPACE = Code("A text key has whitespace or control characters at an end.")
+    KEY_NOT_ASCII = Code("A text key is not ASCII: typed text, not generated.")
+    KEY_PLACEHOLDER = Code("A text key contains a space or a placeholder word.")
+    KEY_LOW_ENTROPY = Code("A key carries too little estimated entropy or repeats a pattern.")
+    KEY_FILE_INSECURE = Code(
+        "The key file may be written by other users.",
+        action="chmod 600 the key file, and find out who else could have changed it.",
+    )
+    KEY_CANNOT_SIGN = Code(
+        "The ring holds no private half of its signing key.",
+        action="Mint with the ring that holds the private signing key.",
+    )
+    KEY_NO_PUBLIC_HALF = Code(
+        "Symmetric keys have no public half to export or verify with.",
+        action="Use EdDSA or ES256 keys where verifiers must not mint; HS256 and dir are shared.",
+    )
+    GRACE_INVALID = Code(
+        "A rotation's grace period is not a non-negative timedelta.",
+        action="Pass a grace of at least the longest token lifetime plus the leeway.",
+    )
+    action = "Make a key set with pausetoken keygen -o FILE and point PAUSETOKEN_KEYS_FILE at it."
+    default_detail = "The key set cannot be used."
+    title = "Invalid keys"
+
+
+class PluginError(ConfigurationError):
+    """A plugin (a backend or a command) cannot be chosen or loaded.
+
+    Its subclasses say why a name finds no plugin, or two.
+    """
+
+    BACKEND_IMPORT_FAILED = Code("An installed backend failed to import.")
+    BACKEND_API_VERSION = Code(
+        "A backend implements another plugin API version.",
+        action="Upgrade the backend's distribution to a release made for this pausetoken.",
+    )
+    COMMAND_IMPORT_FAILED = Code(
+        "An installed command fails to import.",
+        action=(
+            "Run the command again with --debug to see why it fails; reinstall or upgrade the "
+            "distribution the message names."
+        ),
+    )
+    COMMAND_INVALID = Code(
+        "An installed command's entry point names no command (help, arguments and run).",
+        action=(
+            "Upgrade the distribution the message names to a release made for this pausetoken, or "
+            "uninstall it."
+        ),
+    )
+    action = (
+        "Run pausetoken backends, or the command again with --debug, to see why it fails; reinstall"
+        " the backend."
+    )
+    default_detail = "A plugin cannot be loaded."
+    title = "Plugin error"
+
+
+class InvalidInterrupt(ConfigurationError):
+    """An interrupt kind cannot be registered: a name taken twice, or types JSON cannot carry."""
+
+    DUPLICATE_INTERRUPT = Code("Two interrupt kinds are registered under one name.")
+    INTERRUPT_TYPE_UNSUPPORTED = Code(
+        "An interrupt's payload or response type cannot be read from JSON.",
+        action="Use attrs classes, dataclasses, TypedDicts, pydantic models or JSON types.",
+    )
+    action = "Register each interrupt name once per service."
+    default_detail = "The interrupt kind cannot be registered."
+    title = "Invalid interrupt"
+
+
+class StoreMisconfigured(ConfigurationError):
+    """The token store refuses permanently, or its table is missing or of another version.
+
+    Raised at start-up: waiting will not help. While serving, a store that cannot be
+    reached is [`StoreUnavailable`][pausetoken.exceptions.StoreUnavailable].
+    """
+
+    STORE_MISCONFIGURED = Code(
+        "The store refuses permanently (credentials, database, permissions)."
+    )
+    STORE_TABLE_MISSING = Code(
+        "The store's table is missing at start-up.",
+        action=(
+            "Restore the table from a backup: its rows refuse replays. Delete its row in "
+            "pausetoken_schema only to start afresh on purpose."
+        ),
+    )
+    STORE_SCHEMA_TOO_NEW = Code(
+        "The store's table was created by a newer version.",
+        action="Upgrade pausetoken-sqlalchemy to the release that created the table.",
+    )
+    STORE_SCHEMA_MISMATCH = Code(
+        "The store's table lacks columns this version uses.",
+        action=(
+            "Migrate the table as the message says (it names the columns), keeping its rows: they "
+            "refuse replays."
+        ),
+    )
+    action = (
+        "Correct the store URL (user, password, database, path) or the database's permissions; "
+        "waiting will not help."
+    )
+    default_detail = "The token store is misconfigured."
+    title = "Store misconfigured"
+
+
+class CommandLineError(ConfigurationError):
+    """The `pausetoken` command was called wrongly, or what it needs is missing."""
+
+    CLI_USAGE = Code("A command-line argument is missing or out of range.")
+    CLI_RICH_MISSING = Code(
+        "The command draws tables and rich (the cli extra) is not installed.",
+        action="Install the cli extra, or pass --json.",
+    )
+    CLI_OUTPUT_EXISTS = Code(
+        "keygen -o names a path that exists; it is never overwritten.",
+        action="Choose another path; remove the file first only to replace its key set on purpose.",
+    )
+    CLI_OUTPUT_UNWRITABLE = Code(
+        "keygen -o cannot create its file.",
+        action="Check that the directory exists and that you may write to it.",
+    )
+    CLI_BENCHMARKS_MISSING = Code(
+        "pausetoken bench finds no benchmark scripts (they are in a checkout, not the wheel).",
+        action="Run it in a clone of the repository, or pass --dir DIR.",
+    )
+    action = "Run pausetoken COMMAND --help for the arguments."
+    default_detail = "The command line is not valid."
+    title = "Command-line error"
+
+
+class LangGraphMisconfigured(ConfigurationError):
+    """The LangGraph integration is used with a graph, checkpointer or config it cannot serve."""
+
+    LANGGRAPH_NO_CHECKPOINTER = Code("The LangGraph graph was compiled without a checkpointer.")
+    LANGGRAPH_SYNC_CHECKPOINTER = Code(
+        "The LangGraph graph's checkpointer is synchronous; the helpers need an async one.",
+        action=(
+            "Use AsyncSqliteSaver or AsyncPostgresSaver instead of SqliteSaver or PostgresSaver."
+        ),
+    )
+    LANGGRAPH_NEEDS_GRAPH = Code(
+        "The LangGraph checkpoint reader needs the compiled graph.",
+        action="Build LangGraphCheckpoints(graph) in code and pass it as checkpoints=.",
+    )
+    LANGGRAPH_INTERRUPT_ID_REQUIRED = Code(
+        "LangGraph assigns interrupt ids; the pending one must be named.",
+        action="Pass the pending interrupt's id, or mint with mint_pending().",
+    )
+    LANGGRAPH_READER_MISMATCH = Code(
+        "The service reads another graph than the one being resumed.",
+        action="Resume with the service built with LangGraphCheckpoints(graph) for this graph.",
+    )
+    LANGGRAPH_THREAD_REQUIRED = Code(
+        "The LangGraph config has no configurable.thread_id.",
+        action="Put the thread id in config['configurable']['thread_id'].",
+    )
+    LANGGRAPH_SUBGRAPH_CONFIG = Code(
+        "A subgraph's config was given where the root graph's is needed.",
+        action="Pass the thread's config, not a subgraph's.",
+    )
+    LANGGRAPH_RESUME_ADDRESSED = Code(
+        "The resume config names a checkpoint; the token gives the thread.",
+        action="Remove thread_id, checkpoint_id and checkpoint_ns from the resume config.",
+    )
+    DEMO_CHECKPOINTER_FAILED = Code(
+        "The demo cannot open its LangGraph checkpointer.",
+        action="Check that the checkpointer's database runs and that the URL names it.",
+    )
+    action = "Compile the graph with an async checkpointer (AsyncSqliteSaver, AsyncPostgresSaver)."
+    default_detail = "The LangGraph integration is not set up correctly."
+    title = "LangGraph misconfigured"
+
+
+class BackendNotInstalled(PluginError):
     """A known backend was chosen but the distribution that provides it is not installed."""
 
-    default_code = "backend_not_installed"
-    codes: ClassVar[Mapping[str, str]] = {
-        "backend_not_installed": (
-            "A known backend was chosen but its distribution is not installed."
-        ),
-        "command_not_installed": (
-            "A known command was chosen but the distribution that provides it is not installed."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Install what the message names, in the same command as the core; pausetoken backends "
-        "lists what is installed."
+    BACKEND_NOT_INSTALLED = Code(
+        "A known backend was chosen but its distribution is not installed."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    COMMAND_NOT_INSTALLED = Code(
+        "A known command was chosen but the distribution that provides it is not installed."
+    )
+    action = (
+        "Install what the message names, in the same command as the core; pausetoken backends lists"
+        " what is installed."
+    )
     default_detail = "The chosen backend is not installed."
     title = "Backend not installed"
 
 
-class UnknownBackend(ConfigurationError):
+class UnknownBackend(PluginError):
     """No installed distribution provides the chosen backend."""
 
-    default_code = "unknown_backend"
-    codes: ClassVar[Mapping[str, str]] = {
-        "unknown_backend": "No installed distribution provides the chosen backend.",
-    }
-    action: ClassVar[str] = (
-        "Check the URL's scheme or the name (postgresql+asyncpg://, not postgres://); "
-        "pausetoken backends lists the installed ones."
+    UNKNOWN_BACKEND = Code("No installed distribution provides the chosen backend.")
+    action = (
+        "Check the URL's scheme or the name (postgresql+asyncpg://, not postgres://); pausetoken "
+        "backends lists the installed ones."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "No installed backend has that name."
     title = "Unknown backend"
 
 
-class AmbiguousBackend(ConfigurationError):
+class AmbiguousBackend(PluginError):
     """Two installed distributions register the same backend name."""
 
-    default_code = "ambiguous_backend"
-    codes: ClassVar[Mapping[str, str]] = {
-        "ambiguous_backend": "Two installed distributions register one backend name.",
-        "ambiguous_command": (
-            "Two installed distributions (or one and pausetoken) register one command name."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Uninstall one of the two distributions that register the name (pausetoken backends)."
+    AMBIGUOUS_BACKEND = Code("Two installed distributions register one backend name.")
+    AMBIGUOUS_COMMAND = Code(
+        "Two installed distributions (or one and pausetoken) register one command name.",
+        action="Uninstall one of the two distributions the message names.",
     )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "ambiguous_command": "Uninstall one of the two distributions the message names.",
-    }
+    action = "Uninstall one of the two distributions that register the name (pausetoken backends)."
     default_detail = "Two installed distributions register the same backend name."
     title = "Ambiguous backend"
 
@@ -421,24 +537,20 @@ class UnsupportedPayload(PauseTokenError, ValueError):
     pausetoken does not know how to unstructure.
     """
 
-    default_code = "unsupported_payload"
-    codes: ClassVar[Mapping[str, str]] = {
-        "unsupported_payload": "A payload cannot be represented exactly as JSON.",
-        "invalid_payload": "A payload does not fit its interrupt's registered type.",
-        "claims_not_json": "The claims to sign are not a JSON object.",
-        "token_too_large": "The token to mint would be longer than max_token_bytes.",
-    }
-    action: ClassVar[str] = (
-        "Fix the mint call: give a payload of JSON types that fits the registered type. No "
-        "token was minted."
+    UNSUPPORTED_PAYLOAD = Code("A payload cannot be represented exactly as JSON.")
+    INVALID_PAYLOAD = Code("A payload does not fit its interrupt's registered type.")
+    CLAIMS_NOT_JSON = Code(
+        "The claims to sign are not a JSON object.",
+        action="Fix the signer or code that signs: claims are a JSON object.",
     )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "claims_not_json": "Fix the signer or code that signs: claims are a JSON object.",
-        "token_too_large": (
-            "Mint with shorter ids, or raise max_token_bytes on every service that verifies."
-        ),
-    }
+    TOKEN_TOO_LARGE = Code(
+        "The token to mint would be longer than max_token_bytes.",
+        action="Mint with shorter ids, or raise max_token_bytes on every service that verifies.",
+    )
+    action = (
+        "Fix the mint call: give a payload of JSON types that fits the registered type. No token "
+        "was minted."
+    )
     default_detail = "The payload cannot be represented exactly as JSON."
     http_status = 400
     title = "Unsupported payload"
@@ -455,88 +567,113 @@ class InvalidToken(PauseTokenError):
     ``token_key_unknown``, ``token_claims_invalid``).
     """
 
-    default_code = "token_invalid"
-    codes: ClassVar[Mapping[str, str]] = {
-        "token_invalid": "The token is not valid (no more specific code).",
-        "token_too_large": "The token is longer than max_token_bytes.",
-        "token_malformed": (
-            "Not a string of compact segments of canonical base64url, or no signature."
+    TOKEN_INVALID = Code("The token is not valid (no more specific code).")
+    TOKEN_TOO_LARGE = Code(
+        "The token is longer than max_token_bytes.",
+        action=(
+            "Answer 401; the token was cut, wrapped or decorated on its way (Bearer, quotes, line "
+            "breaks): send it whole in a header or a body."
         ),
-        "token_header_invalid": (
-            "The header is oversized, not strict JSON, or its kid is malformed."
-        ),
-        "token_algorithm_not_allowed": (
-            "alg (or enc) is missing, not a string or not allowed, or wraps a key."
-        ),
-        "token_header_forbidden": (
-            "The header names a member outside the whitelist (crit, b64, jwk, x5c...)."
-        ),
-        "token_type_invalid": "typ is not pause+jwt.",
-        "token_key_unknown": "No key in the ring has the token's kid.",
-        "token_key_retired": "The token's key is past its retirement deadline.",
-        "token_signature_invalid": (
-            "The signature, or a sealed token's authentication tag, does not verify."
-        ),
-        "token_payload_invalid": (
-            "The verified payload is not strict JSON or is nested too deeply."
-        ),
-        "token_claims_invalid": "A claim is missing, unknown or of the wrong type or format.",
-        "token_lifetime_too_long": "exp - iat is longer than max_lifetime.",
-        "token_not_yet_valid": "iat or nbf is in the future beyond the leeway.",
-        "token_issuer_invalid": "iss is not the configured issuer.",
-        "token_audience_invalid": "aud is not the configured audience.",
-        "token_namespace_mismatch": (
-            "The token was minted for another runtime namespace (another graph)."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Answer 401 and do not retry with this token: it is damaged, forged or for another "
-        "service. Alert on bursts."
     )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        **dict.fromkeys(
-            ("token_too_large", "token_malformed", "token_header_invalid", "token_payload_invalid"),
-            (
-                "Answer 401; the token was cut, wrapped or decorated on its way (Bearer, "
-                "quotes, line breaks): send it whole in a header or a body."
-            ),
+    TOKEN_MALFORMED = Code(
+        "Not a string of compact segments of canonical base64url, or no signature.",
+        action=(
+            "Answer 401; the token was cut, wrapped or decorated on its way (Bearer, quotes, line "
+            "breaks): send it whole in a header or a body."
         ),
-        **dict.fromkeys(
-            ("token_algorithm_not_allowed", "token_header_forbidden", "token_type_invalid"),
-            (
-                "Answer 401 and count it: pausetoken never mints such a token (a probe, another "
-                "system's token, or a sealed token sent to a jose signer)."
-            ),
+    )
+    TOKEN_HEADER_INVALID = Code(
+        "The header is oversized, not strict JSON, or its kid is malformed.",
+        action=(
+            "Answer 401; the token was cut, wrapped or decorated on its way (Bearer, quotes, line "
+            "breaks): send it whole in a header or a body."
         ),
-        "token_key_unknown": (
-            "Give every verifying service the minting service's keys (stage a new key before "
-            "it signs); otherwise the token is forged."
+    )
+    TOKEN_ALGORITHM_NOT_ALLOWED = Code(
+        "alg (or enc) is missing, not a string or not allowed, or wraps a key.",
+        action=(
+            "Answer 401 and count it: pausetoken never mints such a token (a probe, another "
+            "system's token, or a sealed token sent to a jose signer)."
         ),
-        "token_key_retired": (
-            "Mint a new token for the pause; rotate with a grace of at least the longest "
-            "lifetime plus the leeway."
+    )
+    TOKEN_HEADER_FORBIDDEN = Code(
+        "The header names a member outside the whitelist (crit, b64, jwk, x5c...).",
+        action=(
+            "Answer 401 and count it: pausetoken never mints such a token (a probe, another "
+            "system's token, or a sealed token sent to a jose signer)."
         ),
-        "token_signature_invalid": (
+    )
+    TOKEN_TYPE_INVALID = Code(
+        "typ is not pause+jwt.",
+        action=(
+            "Answer 401 and count it: pausetoken never mints such a token (a probe, another "
+            "system's token, or a sealed token sent to a jose signer)."
+        ),
+    )
+    TOKEN_KEY_UNKNOWN = Code(
+        "No key in the ring has the token's kid.",
+        action=(
+            "Give every verifying service the minting service's keys (stage a new key before it "
+            "signs); otherwise the token is forged."
+        ),
+    )
+    TOKEN_KEY_RETIRED = Code(
+        "The token's key is past its retirement deadline.",
+        action=(
+            "Mint a new token for the pause; rotate with a grace of at least the longest lifetime "
+            "plus the leeway."
+        ),
+    )
+    TOKEN_SIGNATURE_INVALID = Code(
+        "The signature, or a sealed token's authentication tag, does not verify.",
+        action=(
             "Answer 401: the token was altered, or minted with another key set (compare the "
             "services' keys)."
         ),
-        "token_claims_invalid": "Answer 401: the token was not minted by this pausetoken.",
-        "token_lifetime_too_long": (
-            "Give the minting and verifying services the same max_lifetime."
+    )
+    TOKEN_PAYLOAD_INVALID = Code(
+        "The verified payload is not strict JSON or is nested too deeply.",
+        action=(
+            "Answer 401; the token was cut, wrapped or decorated on its way (Bearer, quotes, line "
+            "breaks): send it whole in a header or a body."
         ),
-        "token_not_yet_valid": ("Synchronise the clocks (NTP) of the hosts that mint and redeem."),
-        **dict.fromkeys(
-            ("token_issuer_invalid", "token_audience_invalid"),
-            (
-                "Give the verifying service the minting service's issuer and audience, or send "
-                "the token to the application that minted it."
-            ),
+    )
+    TOKEN_CLAIMS_INVALID = Code(
+        "A claim is missing, unknown or of the wrong type or format.",
+        action="Answer 401: the token was not minted by this pausetoken.",
+    )
+    TOKEN_LIFETIME_TOO_LONG = Code(
+        "exp - iat is longer than max_lifetime.",
+        action="Give the minting and verifying services the same max_lifetime.",
+    )
+    TOKEN_NOT_YET_VALID = Code(
+        "iat or nbf is in the future beyond the leeway.",
+        action="Synchronise the clocks (NTP) of the hosts that mint and redeem.",
+    )
+    TOKEN_ISSUER_INVALID = Code(
+        "iss is not the configured issuer.",
+        action=(
+            "Give the verifying service the minting service's issuer and audience, or send the "
+            "token to the application that minted it."
         ),
-        "token_namespace_mismatch": (
+    )
+    TOKEN_AUDIENCE_INVALID = Code(
+        "aud is not the configured audience.",
+        action=(
+            "Give the verifying service the minting service's issuer and audience, or send the "
+            "token to the application that minted it."
+        ),
+    )
+    TOKEN_NAMESPACE_MISMATCH = Code(
+        "The token was minted for another runtime namespace (another graph).",
+        action=(
             "Redeem with the service whose reader serves the token's graph (one service per graph)."
         ),
-    }
+    )
+    action = (
+        "Answer 401 and do not retry with this token: it is damaged, forged or for another service."
+        " Alert on bursts."
+    )
     default_detail = "The token is not valid."
     http_status = 401
     title = "Invalid token"
@@ -545,15 +682,11 @@ class InvalidToken(PauseTokenError):
 class TokenExpired(PauseTokenError):
     """The token's ``exp`` is in the past (beyond the configured leeway)."""
 
-    default_code = "token_expired"
-    codes: ClassVar[Mapping[str, str]] = {
-        "token_expired": "exp plus the leeway is in the past.",
-    }
-    action: ClassVar[str] = (
-        "Answer 410: tell the person the link expired and, if the pause is still open, mint a "
-        "new token for it."
+    TOKEN_EXPIRED = Code("exp plus the leeway is in the past.")
+    action = (
+        "Answer 410: tell the person the link expired and, if the pause is still open, mint a new "
+        "token for it."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = (
         "The token has expired. Its lifetime is set when it is minted: the ttl given to "
         "mint(), by default the ttl setting (PAUSETOKEN_TTL)."
@@ -565,16 +698,12 @@ class TokenExpired(PauseTokenError):
 class TokenRevoked(PauseTokenError):
     """The token was revoked before it was redeemed."""
 
-    default_code = "token_revoked"
-    codes: ClassVar[Mapping[str, str]] = {
-        "token_revoked": "The token's pause was revoked before it was redeemed.",
-        "pause_revoked": "At mint: the pause was revoked; no token is minted for it.",
-    }
-    action: ClassVar[str] = "Answer 410: the pause was withdrawn; never resume it with this answer."
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "pause_revoked": "Send no token: the pause was revoked; end or restart the run.",
-    }
+    TOKEN_REVOKED = Code("The token's pause was revoked before it was redeemed.")
+    PAUSE_REVOKED = Code(
+        "At mint: the pause was revoked; no token is minted for it.",
+        action="Send no token: the pause was revoked; end or restart the run.",
+    )
+    action = "Answer 410: the pause was withdrawn; never resume it with this answer."
     default_detail = "The token has been revoked."
     http_status = 410
     title = "Token revoked"
@@ -583,15 +712,11 @@ class TokenRevoked(PauseTokenError):
 class ScopeMismatch(PauseTokenError):
     """The token belongs to another tenant scope than the caller's."""
 
-    default_code = "scope_mismatch"
-    codes: ClassVar[Mapping[str, str]] = {
-        "scope_mismatch": "The token belongs to another tenant scope.",
-    }
-    action: ClassVar[str] = (
+    SCOPE_MISMATCH = Code("The token belongs to another tenant scope.")
+    action = (
         "Answer 403; take the scope from the caller's authenticated identity, never from the "
         "request."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The token does not belong to this scope."
     http_status = 403
     title = "Scope mismatch"
@@ -600,14 +725,8 @@ class ScopeMismatch(PauseTokenError):
 class PrincipalMismatch(PauseTokenError):
     """The token is bound to another principal than the one answering."""
 
-    default_code = "principal_mismatch"
-    codes: ClassVar[Mapping[str, str]] = {
-        "principal_mismatch": "The token is bound to another principal.",
-    }
-    action: ClassVar[str] = (
-        "Answer 403; pass the authenticated user's id as principal, the id given at mint."
-    )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    PRINCIPAL_MISMATCH = Code("The token is bound to another principal.")
+    action = "Answer 403; pass the authenticated user's id as principal, the id given at mint."
     default_detail = "This principal may not answer this pause."
     http_status = 403
     title = "Principal mismatch"
@@ -621,28 +740,24 @@ class UnknownInterrupt(PauseTokenError):
     ``expect=``.
     """
 
-    default_code = "unknown_interrupt"
-    codes: ClassVar[Mapping[str, str]] = {
-        "unknown_interrupt": "No interrupt kind is registered under that name.",
-        "foreign_interrupt": "A pending LangGraph interrupt was not raised with ask().",
-        "interrupt_mismatch": (
-            "The token (or a pending pause) is for another interrupt than the expect= one."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Register the interrupt on every service that redeems (a deployment dropped or renamed "
-        "it); its tokens are refused until then."
-    )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "foreign_interrupt": (
+    UNKNOWN_INTERRUPT = Code("No interrupt kind is registered under that name.")
+    FOREIGN_INTERRUPT = Code(
+        "A pending LangGraph interrupt was not raised with ask().",
+        action=(
             "Raise the graph's interrupts with ask(), or call mint_pending(..., foreign='skip')."
         ),
-        "interrupt_mismatch": (
-            "Answer 400: send the token where its interrupt is answered, or redeem without "
-            "expect=; nothing was claimed or minted."
+    )
+    INTERRUPT_MISMATCH = Code(
+        "The token (or a pending pause) is for another interrupt than the expect= one.",
+        action=(
+            "Answer 400: send the token where its interrupt is answered, or redeem without expect=;"
+            " nothing was claimed or minted."
         ),
-    }
+    )
+    action = (
+        "Register the interrupt on every service that redeems (a deployment dropped or renamed it);"
+        " its tokens are refused until then."
+    )
     default_detail = "No interrupt is registered under that name."
     http_status = 400
     title = "Unknown interrupt"
@@ -655,21 +770,21 @@ class InvalidResponse(PauseTokenError):
         field: Dotted path of the offending field, when known.
     """
 
-    default_code = "invalid_response"
-    codes: ClassVar[Mapping[str, str]] = {
-        "invalid_response": "The answer does not fit the response type or its validator.",
-    }
-    action: ClassVar[str] = (
-        "Answer 422 and let the person correct the answer (field names where); the token is "
-        "not used up."
+    INVALID_RESPONSE = Code("The answer does not fit the response type or its validator.")
+    action = (
+        "Answer 422 and let the person correct the answer (field names where); the token is not "
+        "used up."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The response is not valid for this interrupt."
     http_status = 422
     title = "Invalid response"
 
     def __init__(
-        self, detail: str | None = None, *, code: str | None = None, field: str | None = None
+        self,
+        detail: str | None = None,
+        *,
+        code: Code | str | None = None,
+        field: str | None = None,
     ) -> None:
         """Create the error; ``field`` names the offending field when known."""
         super().__init__(detail, code=code)
@@ -686,17 +801,13 @@ class InvalidResponse(PauseTokenError):
 class PayloadMismatch(PauseTokenError):
     """The payload stored at the checkpoint is not the one the token was minted for."""
 
-    default_code = "payload_mismatch"
-    codes: ClassVar[Mapping[str, str]] = {
-        "payload_mismatch": (
-            "The payload at the checkpoint is not the one the token was minted for."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Answer 400 and investigate: the stored payload changed after minting (tampering, or "
-        "code that rewrote the state)."
+    PAYLOAD_MISMATCH = Code(
+        "The payload at the checkpoint is not the one the token was minted for."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    action = (
+        "Answer 400 and investigate: the stored payload changed after minting (tampering, or code "
+        "that rewrote the state)."
+    )
     default_detail = "The pending payload does not match the token."
     http_status = 400
     title = "Payload mismatch"
@@ -705,15 +816,11 @@ class PayloadMismatch(PauseTokenError):
 class CheckpointNotFound(PauseTokenError):
     """The token's thread or checkpoint no longer exists."""
 
-    default_code = "checkpoint_not_found"
-    codes: ClassVar[Mapping[str, str]] = {
-        "checkpoint_not_found": "The token's thread or checkpoint no longer exists.",
-    }
-    action: ClassVar[str] = (
+    CHECKPOINT_NOT_FOUND = Code("The token's thread or checkpoint no longer exists.")
+    action = (
         "Answer 404: the thread or checkpoint was deleted, so the pause cannot be answered; "
         "withdraw the request."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The checkpoint this token refers to does not exist."
     http_status = 404
     title = "Checkpoint not found"
@@ -722,15 +829,11 @@ class CheckpointNotFound(PauseTokenError):
 class CheckpointLost(PauseTokenError):
     """The checkpoint is gone because the checkpointer does not persist state."""
 
-    default_code = "checkpoint_lost"
-    codes: ClassVar[Mapping[str, str]] = {
-        "checkpoint_lost": "The checkpointer does not persist state and lost the checkpoint.",
-    }
-    action: ClassVar[str] = (
-        "Use a persistent checkpointer shared by every process that mints and redeems; start "
-        "the run again."
+    CHECKPOINT_LOST = Code("The checkpointer does not persist state and lost the checkpoint.")
+    action = (
+        "Use a persistent checkpointer shared by every process that mints and redeems; start the "
+        "run again."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The checkpoint was lost; the checkpointer does not persist state."
     http_status = 424
     title = "Checkpoint lost"
@@ -739,15 +842,11 @@ class CheckpointLost(PauseTokenError):
 class StaleToken(PauseTokenError):
     """The run moved on: the checkpoint is not current or the interrupt was answered."""
 
-    default_code = "stale_token"
-    codes: ClassVar[Mapping[str, str]] = {
-        "stale_token": "The run moved on since the token was minted.",
-    }
-    action: ClassVar[str] = (
+    STALE_TOKEN = Code("The run moved on since the token was minted.")
+    action = (
         "Answer 409: the run moved on (answered another way, or resumed elsewhere); tell the "
         "person, do not retry."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The run has moved on since this token was issued."
     http_status = 409
     title = "Stale token"
@@ -756,21 +855,15 @@ class StaleToken(PauseTokenError):
 class AlreadyRedeemed(PauseTokenError):
     """The token was already redeemed with another answer."""
 
-    default_code = "already_redeemed"
-    codes: ClassVar[Mapping[str, str]] = {
-        "already_redeemed": "The pause was already answered with another answer (a replay).",
-        "pause_already_redeemed": (
-            "At mint: the pause was already answered; no token is minted for it."
-        ),
-    }
-    action: ClassVar[str] = (
-        "Answer 409: the pause was answered otherwise; never resume it again. Alert on "
-        "repeats: replay attempts."
+    ALREADY_REDEEMED = Code("The pause was already answered with another answer (a replay).")
+    PAUSE_ALREADY_REDEEMED = Code(
+        "At mint: the pause was already answered; no token is minted for it.",
+        action="Send no token: the pause was already answered.",
     )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "pause_already_redeemed": "Send no token: the pause was already answered.",
-    }
+    action = (
+        "Answer 409: the pause was answered otherwise; never resume it again. Alert on repeats: "
+        "replay attempts."
+    )
     default_detail = "The token has already been redeemed with another answer."
     http_status = 409
     title = "Already redeemed"
@@ -783,15 +876,11 @@ class RedemptionInProgress(PauseTokenError):
         retry_after: Seconds after which a retry may succeed (the lease's remaining time).
     """
 
-    default_code = "redemption_in_progress"
-    codes: ClassVar[Mapping[str, str]] = {
-        "redemption_in_progress": "Another worker holds a live claim on the pause.",
-    }
-    action: ClassVar[str] = (
-        "Answer 409 with Retry-After from retry_after; a retry then learns how the other "
-        "redemption ended."
+    REDEMPTION_IN_PROGRESS = Code("Another worker holds a live claim on the pause.")
+    action = (
+        "Answer 409 with Retry-After from retry_after; a retry then learns how the other redemption"
+        " ended."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The token is being redeemed by another request; retry later."
     http_status = 409
     title = "Redemption in progress"
@@ -800,7 +889,7 @@ class RedemptionInProgress(PauseTokenError):
         self,
         detail: str | None = None,
         *,
-        code: str | None = None,
+        code: Code | str | None = None,
         retry_after: float | None = None,
     ) -> None:
         """Create the error; ``retry_after`` is the lease's remaining time in seconds."""
@@ -824,21 +913,17 @@ class LeaseLost(PauseTokenError):
     ``lease_revoked`` (the pause was revoked after the claim lapsed).
     """
 
-    default_code = "lease_lost"
-    codes: ClassVar[Mapping[str, str]] = {
-        "lease_lost": "The claim lapsed before commit and another redeemer took it over.",
-        "lease_revoked": "The claim lapsed before commit and the pause was then revoked.",
-    }
-    action: ClassVar[str] = (
-        "Stop acting on the answer and reconcile what the body did; find why renewals failed "
-        "(store outage, blocked event loop)."
-    )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "lease_revoked": (
+    LEASE_LOST = Code("The claim lapsed before commit and another redeemer took it over.")
+    LEASE_REVOKED = Code(
+        "The claim lapsed before commit and the pause was then revoked.",
+        action=(
             "Stop acting on the answer: the pause was revoked; undo what the body did if you can."
         ),
-    }
+    )
+    action = (
+        "Stop acting on the answer and reconcile what the body did; find why renewals failed (store"
+        " outage, blocked event loop)."
+    )
     default_detail = "The claim lapsed before commit and another redeemer took it over."
     http_status = 409
     title = "Lease lost"
@@ -854,15 +939,11 @@ class CommitUnconfirmed(PauseTokenError):
     commit landed), and treat the action as possibly done.
     """
 
-    default_code = "commit_unconfirmed"
-    codes: ClassVar[Mapping[str, str]] = {
-        "commit_unconfirmed": "The body ran but the store could not confirm the commit.",
-    }
-    action: ClassVar[str] = (
-        "Answer 500; do not answer the pause again blindly: call status() once the store is "
-        "back (REDEEMED: it landed)."
+    COMMIT_UNCONFIRMED = Code("The body ran but the store could not confirm the commit.")
+    action = (
+        "Answer 500; do not answer the pause again blindly: call status() once the store is back "
+        "(REDEEMED: it landed)."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The answer was acted on but its redemption could not be confirmed."
     http_status = 500
     title = "Commit unconfirmed"
@@ -871,22 +952,18 @@ class CommitUnconfirmed(PauseTokenError):
 class StoreUnavailable(PauseTokenError):
     """The consumption store cannot be reached; pausetoken fails closed."""
 
-    default_code = "store_unavailable"
-    codes: ClassVar[Mapping[str, str]] = {
-        "store_unavailable": "The store cannot be reached; nothing is redeemed (fail closed).",
-        "store_table_missing": "The store's table was dropped while serving.",
-    }
-    action: ClassVar[str] = (
-        "Answer 503 and retry later: nothing was acted on. Alert if it lasts; pausetoken store "
-        "check URL names the cause."
-    )
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "store_table_missing": (
+    STORE_UNAVAILABLE = Code("The store cannot be reached; nothing is redeemed (fail closed).")
+    STORE_TABLE_MISSING = Code(
+        "The store's table was dropped while serving.",
+        action=(
             "Restore the table from a backup: its rows refuse replays, and it is not recreated "
             "while serving."
         ),
-    }
+    )
+    action = (
+        "Answer 503 and retry later: nothing was acted on. Alert if it lasts; pausetoken store "
+        "check URL names the cause."
+    )
     default_detail = "The token store is unavailable."
     http_status = 503
     title = "Store unavailable"
@@ -899,15 +976,11 @@ class InvalidMintRequest(PauseTokenError, ValueError):
     ``(leeway, max_lifetime]``. Raised before anything is recorded.
     """
 
-    default_code = "mint_request_invalid"
-    codes: ClassVar[Mapping[str, str]] = {
-        "mint_request_invalid": "mint() was asked for a token that could never be redeemed.",
-    }
-    action: ClassVar[str] = (
-        "Fix the mint call: a Scope, ids of 1 to 512 characters, a ttl above the leeway and "
-        "within max_lifetime."
+    MINT_REQUEST_INVALID = Code("mint() was asked for a token that could never be redeemed.")
+    action = (
+        "Fix the mint call: a Scope, ids of 1 to 512 characters, a ttl above the leeway and within "
+        "max_lifetime."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The mint request cannot produce a token that verifies."
     http_status = 400
     title = "Invalid mint request"
@@ -923,23 +996,19 @@ class InvalidRequest(PauseTokenError):
     object with the documented members, is not strict JSON, or a token came in the URL.
     """
 
-    default_code = "request_invalid"
-    codes: ClassVar[Mapping[str, str]] = {
-        "request_invalid": "The request body is not a JSON object with the documented members.",
-        "request_json_invalid": (
-            "The request body is not UTF-8 JSON without duplicate members, with finite numbers "
-            "and bounded nesting."
+    REQUEST_INVALID = Code("The request body is not a JSON object with the documented members.")
+    REQUEST_JSON_INVALID = Code(
+        "The request body is not UTF-8 JSON without duplicate members, with finite numbers and "
+        "bounded nesting."
+    )
+    TOKEN_IN_URL = Code(
+        "A token was sent in the query string, which servers and proxies log.",
+        action=(
+            "Send the token in the Pause-Token header or the JSON body; treat a token that was in a"
+            " URL as disclosed and revoke it."
         ),
-        "token_in_url": "A token was sent in the query string, which servers and proxies log.",
-    }
-    action: ClassVar[str] = "Send the request as the OpenAPI description documents it."
-    actions: ClassVar[Mapping[str, str]] = {
-        **dict.fromkeys(codes, action),
-        "token_in_url": (
-            "Send the token in the Pause-Token header or the JSON body; treat a token that was "
-            "in a URL as disclosed and revoke it."
-        ),
-    }
+    )
+    action = "Send the request as the OpenAPI description documents it."
     default_detail = "The request is not in the documented shape."
     http_status = 400
     title = "Invalid request"
@@ -948,14 +1017,8 @@ class InvalidRequest(PauseTokenError):
 class RequestTooLarge(PauseTokenError):
     """An HTTP request body is longer than the router accepts; it was not parsed."""
 
-    default_code = "request_too_large"
-    codes: ClassVar[Mapping[str, str]] = {
-        "request_too_large": "The request body exceeds the router's max_body_bytes.",
-    }
-    action: ClassVar[str] = (
-        "Send a smaller answer, or raise max_body_bytes where the router is built."
-    )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    REQUEST_TOO_LARGE = Code("The request body exceeds the router's max_body_bytes.")
+    action = "Send a smaller answer, or raise max_body_bytes where the router is built."
     default_detail = "The request body is too large."
     http_status = 413
     title = "Request too large"
@@ -968,12 +1031,8 @@ class UnsupportedMediaType(PauseTokenError):
     origin only after a CORS preflight the router never grants.
     """
 
-    default_code = "media_type_unsupported"
-    codes: ClassVar[Mapping[str, str]] = {
-        "media_type_unsupported": "The request's Content-Type is not application/json.",
-    }
-    action: ClassVar[str] = "Send the body as JSON with Content-Type: application/json."
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    MEDIA_TYPE_UNSUPPORTED = Code("The request's Content-Type is not application/json.")
+    action = "Send the body as JSON with Content-Type: application/json."
     default_detail = "The request body must be application/json."
     http_status = 415
     title = "Unsupported media type"
@@ -986,12 +1045,8 @@ class NotAuthenticated(PauseTokenError):
     ``WWW-Authenticate`` challenge.
     """
 
-    default_code = "not_authenticated"
-    codes: ClassVar[Mapping[str, str]] = {
-        "not_authenticated": "The request carries no credentials the application accepts.",
-    }
-    action: ClassVar[str] = "Sign in, or send the application's credentials, and retry."
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    NOT_AUTHENTICATED = Code("The request carries no credentials the application accepts.")
+    action = "Sign in, or send the application's credentials, and retry."
     default_detail = "The request is not authenticated."
     http_status = 401
     title = "Not authenticated"
@@ -1004,18 +1059,52 @@ class RequestForbidden(PauseTokenError):
     per-page value the page was served with. Nothing was read from the body.
     """
 
-    default_code = "request_forbidden"
-    codes: ClassVar[Mapping[str, str]] = {
-        "request_forbidden": "The request failed the approval page's cross-site checks.",
-        "csrf_invalid": (
-            "The page's anti-forgery value is missing, forged or older than the page's lifetime."
-        ),
-        "origin_refused": "The request's Origin is missing or is not the router's own.",
-    }
-    action: ClassVar[str] = (
-        "Reload the approval page and answer from it; another site cannot answer for it."
+    REQUEST_FORBIDDEN = Code("The request failed the approval page's cross-site checks.")
+    CSRF_INVALID = Code(
+        "The page's anti-forgery value is missing, forged or older than the page's lifetime."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
+    ORIGIN_REFUSED = Code("The request's Origin is missing or is not the router's own.")
+    action = "Reload the approval page and answer from it; another site cannot answer for it."
     default_detail = "The request did not come from the approval page."
     http_status = 403
     title = "Forbidden"
+
+
+class ResumeFailed(PauseTokenError):
+    """The HTTP router's resume function failed, or returned what JSON cannot carry.
+
+    Only the error's type is logged: its message may quote the answer.
+    """
+
+    RESUME_FAILED = Code(
+        "The HTTP router's resume function raised an error that is not a pausetoken error."
+    )
+    RESUME_RESULT_INVALID = Code(
+        "The HTTP router's resume function returned a result JSON cannot carry exactly.",
+        action=(
+            "The run resumed and the answer is committed: return JSON values (dicts, lists, str, "
+            "finite numbers, bool, None) from the resume function."
+        ),
+    )
+    action = (
+        "The claim was released: fix the resume function (the log names its error type); the same "
+        "answer can be sent again."
+    )
+    default_detail = "The resume function failed."
+    http_status = 500
+    title = "Resume failed"
+
+
+class StoreCheckFailed(PauseTokenError):
+    """`pausetoken store check` could not complete: a process of its race check failed."""
+
+    RACE_WORKER_FAILED = Code(
+        "A process of the store race check failed; only its error type is reported."
+    )
+    action = (
+        "Run pausetoken store check URL --debug to see the failed process's traceback; do not use a"
+        " store that fails under concurrent claims."
+    )
+    default_detail = "The store check failed."
+    http_status = 500
+    title = "Store check failed"

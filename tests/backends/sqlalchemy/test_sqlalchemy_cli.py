@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from pausetoken._cli import main
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import StoreMisconfigured
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,7 +73,7 @@ def test_store_check_of_a_missing_database_names_it(
     ) in captured.err
     assert said in captured.out
     assert captured.out.count("not run") == 6
-    assert f"hint: {ConfigurationError.actions['store_misconfigured']}" in captured.err
+    assert f"hint: {StoreMisconfigured.actions['store_misconfigured']}" in captured.err
 
 
 def _free_port() -> int:

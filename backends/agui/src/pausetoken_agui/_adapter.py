@@ -20,6 +20,7 @@ from ag_ui.core import (
 
 from pausetoken.exceptions import (
     ConfigurationError,
+    InvalidInterrupt,
     InvalidMintRequest,
     InvalidResponse,
     PauseTokenError,
@@ -249,7 +250,7 @@ class AgUi:
         for kind in kinds:
             if kind.name in self._kinds:
                 msg = f"two kinds are named {kind.name!r}"
-                raise ConfigurationError(msg, code="duplicate_interrupt")
+                raise InvalidInterrupt(msg, code=InvalidInterrupt.DUPLICATE_INTERRUPT)
             service.register(kind.interrupt)
             self._kinds[kind.name] = kind
 

@@ -20,7 +20,7 @@ from pausetoken.cli import (
     console,
     require_rich,
 )
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import CommandLineError
 from pausetoken_langgraph._demo import run_demo
 from pausetoken_langgraph._serve import serve_demo
 
@@ -65,17 +65,17 @@ def _run(args: argparse.Namespace) -> int:
         check_store_url(args.store, where="--store")
     if not args.serve and (args.port or args.keep_serving):
         msg = "--port and --keep-serving go with --serve"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     if not 0 <= args.port <= 65535:  # noqa: PLR2004
         msg = "--port takes 0 (a free port) to 65535"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     with tempfile.TemporaryDirectory(prefix="pausetoken-demo-") as scratch:
         directory = Path(args.dir) if args.dir else Path(scratch)
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             msg = f"cannot create --dir {directory}: {exc.strerror or type(exc).__name__}"
-            raise ConfigurationError(msg, code="cli_usage") from exc
+            raise CommandLineError(msg, code=CommandLineError.CLI_USAGE) from exc
         if args.serve:
             passed = asyncio.run(
                 serve_demo(

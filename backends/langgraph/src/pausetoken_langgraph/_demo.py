@@ -26,9 +26,10 @@ from pausetoken import (
 from pausetoken.exceptions import (
     AlreadyRedeemed,
     BackendNotInstalled,
-    ConfigurationError,
+    CommandLineError,
     InvalidResponse,
     InvalidToken,
+    LangGraphMisconfigured,
     PauseTokenError,
     RedemptionInProgress,
     ScopeMismatch,
@@ -142,7 +143,7 @@ def _plan_checkpointer(url: str | None, directory: Path) -> _Checkpointer:
                 if path
                 else "--checkpointer sqlite:///PATH needs the path of the SQLite file"
             )
-            raise ConfigurationError(msg, code="cli_usage")
+            raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
         return _Checkpointer("sqlite", path, f"AsyncSqliteSaver {path}")
     if _POSTGRESQL.match(url):
         target = _POSTGRESQL.sub("postgresql://", url)
@@ -156,7 +157,7 @@ def _plan_checkpointer(url: str | None, directory: Path) -> _Checkpointer:
     else:
         got = f"a {scheme}:// URL" if scheme else "no URL scheme"
         msg = f"--checkpointer takes postgresql://USER@HOST/DB or sqlite:///PATH (got {got})"
-    raise ConfigurationError(msg, code="cli_usage")
+    raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
 
 
 def _saver_factory(
@@ -198,7 +199,9 @@ async def _open_saver(plan: _Checkpointer) -> AsyncIterator[BaseCheckpointSaver[
         except Exception as exc:
             # The driver's message goes on the cause chain, where the CLI reads it redacted.
             msg = f"cannot open the LangGraph checkpointer ({plan.shown})"
-            raise ConfigurationError(msg, code="demo_checkpointer_failed") from exc
+            raise LangGraphMisconfigured(
+                msg, code=LangGraphMisconfigured.DEMO_CHECKPOINTER_FAILED
+            ) from exc
         yield saver
 
 

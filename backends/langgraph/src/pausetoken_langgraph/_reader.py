@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pausetoken.exceptions import (
     CheckpointLost,
     CheckpointNotFound,
-    ConfigurationError,
+    LangGraphMisconfigured,
     StaleToken,
 )
 from pausetoken.plugins import PendingInterrupt
@@ -65,7 +65,7 @@ _POSTGRES_HEAD: Final = (
 
 # The async methods a graph run with ainvoke and this reader call on the checkpointer.
 _ASYNC_METHODS: Final = ("aget_tuple", "aput", "aput_writes")
-_SYNC: Final = "langgraph_sync_checkpointer"
+_SYNC: Final = LangGraphMisconfigured.LANGGRAPH_SYNC_CHECKPOINTER
 
 # The name LangGraph gives a compiled graph that was not named.
 _DEFAULT_GRAPH_NAME: Final = "LangGraph"
@@ -186,7 +186,7 @@ class LangGraphCheckpoints:
                 "the graph has no checkpointer of its own: compile it with one, for example "
                 "builder.compile(checkpointer=AsyncSqliteSaver(...))"
             )
-            raise ConfigurationError(msg, code="langgraph_no_checkpointer")
+            raise LangGraphMisconfigured(msg, code=LangGraphMisconfigured.LANGGRAPH_NO_CHECKPOINTER)
         _refuse_sync_saver(saver)
         self.graph = graph
         #: The graph's name in its tokens' ``ns`` claim and pause keys.
@@ -216,7 +216,7 @@ class LangGraphCheckpoints:
             "pass it as PauseTokens(..., checkpoints=LangGraphCheckpoints(graph)) or "
             "PauseTokens.from_settings(settings, checkpoints=LangGraphCheckpoints(graph))"
         )
-        raise ConfigurationError(msg, code="langgraph_needs_graph")
+        raise LangGraphMisconfigured(msg, code=LangGraphMisconfigured.LANGGRAPH_NEEDS_GRAPH)
 
     async def head(self, thread_id: str) -> CheckpointTuple:
         """The thread's current (head) checkpoint with its pending writes.
@@ -229,7 +229,7 @@ class LangGraphCheckpoints:
         try:
             found = await self.saver.aget_tuple(config)
         except NotImplementedError as exc:  # a saver that declares async methods it lacks
-            raise ConfigurationError(_sync_saver_message(self.saver), code=_SYNC) from exc
+            raise LangGraphMisconfigured(_sync_saver_message(self.saver), code=_SYNC) from exc
         if found is None:
             self._unknown_thread()
         return found
@@ -277,7 +277,9 @@ class LangGraphCheckpoints:
                 "LangGraph assigns interrupt ids: pass the id of the pending interrupt "
                 "(or use mint_pending)"
             )
-            raise ConfigurationError(msg, code="langgraph_interrupt_id_required")
+            raise LangGraphMisconfigured(
+                msg, code=LangGraphMisconfigured.LANGGRAPH_INTERRUPT_ID_REQUIRED
+            )
         head = await self.head(thread_id)
         head_id = _checkpoint_id(head)
         if checkpoint_id is not None and checkpoint_id != head_id:
@@ -359,7 +361,7 @@ def _refuse_sync_saver(saver: BaseCheckpointSaver[Any]) -> None:
     ]
     if lacking:
         msg = f"{_sync_saver_message(saver)} (it does not implement {', '.join(lacking)})"
-        raise ConfigurationError(msg, code=_SYNC)
+        raise LangGraphMisconfigured(msg, code=_SYNC)
 
 
 def _sync_saver_message(saver: BaseCheckpointSaver[Any]) -> str:

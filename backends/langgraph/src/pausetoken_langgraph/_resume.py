@@ -10,7 +10,7 @@ import attrs
 from langgraph.types import Command
 
 from pausetoken.exceptions import (
-    ConfigurationError,
+    LangGraphMisconfigured,
     StaleToken,
     UnknownInterrupt,
 )
@@ -120,7 +120,7 @@ def _reader_for(service: PauseTokens, graph: Pregel[Any, Any, Any, Any]) -> Lang
             "checkpoints=LangGraphCheckpoints(graph) for the graph being resumed "
             "(one service per graph)"
         )
-        raise ConfigurationError(msg, code="langgraph_reader_mismatch")
+        raise LangGraphMisconfigured(msg, code=LangGraphMisconfigured.LANGGRAPH_READER_MISMATCH)
     return reader
 
 
@@ -220,10 +220,10 @@ async def mint_pending(
     thread_id = configurable.get("thread_id")
     if not isinstance(thread_id, str) or not thread_id:
         msg = "the config has no configurable.thread_id"
-        raise ConfigurationError(msg, code="langgraph_thread_required")
+        raise LangGraphMisconfigured(msg, code=LangGraphMisconfigured.LANGGRAPH_THREAD_REQUIRED)
     if configurable.get("checkpoint_ns"):
         msg = "tokens address the root graph: pass the thread's config, not a subgraph's"
-        raise ConfigurationError(msg, code="langgraph_subgraph_config")
+        raise LangGraphMisconfigured(msg, code=LangGraphMisconfigured.LANGGRAPH_SUBGRAPH_CONFIG)
     head = await reader.head(thread_id)
     head_id = str(head.config["configurable"]["checkpoint_id"])
     seen_id = configurable.get("checkpoint_id")
@@ -243,7 +243,7 @@ async def mint_pending(
                         "human-in-the-loop middleware, call register_langchain(tokens)); pass "
                         "foreign='skip' to mint tokens for the others"
                     )
-                    raise UnknownInterrupt(msg, code="foreign_interrupt")
+                    raise UnknownInterrupt(msg, code=UnknownInterrupt.FOREIGN_INTERRUPT)
                 logger.info(
                     "foreign interrupt skipped", extra={"interrupt": fingerprint(interrupt_id)}
                 )
@@ -255,7 +255,7 @@ async def mint_pending(
             registered = service.interrupt(name)  # every name is known before anything is minted
         if expect is not None and registered != expect:
             msg = f"a pending pause is for another interrupt than {expect.name!r}"
-            raise UnknownInterrupt(msg, code="interrupt_mismatch")
+            raise UnknownInterrupt(msg, code=UnknownInterrupt.INTERRUPT_MISMATCH)
         asked.append((interrupt_id, registered, payload, tool_call_id))
     run = run_id if run_id is not None else str(config.get("run_id") or thread_id)
     return [
@@ -284,7 +284,7 @@ def _resume_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
             f"resume takes the thread from the token; remove {', '.join(addressed)} from "
             "config['configurable'] (an old checkpoint_id would fork the thread)"
         )
-        raise ConfigurationError(msg, code="langgraph_resume_addressed")
+        raise LangGraphMisconfigured(msg, code=LangGraphMisconfigured.LANGGRAPH_RESUME_ADDRESSED)
     base["configurable"] = configurable
     return base
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from pausetoken import JoseSigner, KeyRing, PauseTokens, Scope, kinds, open_store, redact_url
-from pausetoken.exceptions import BackendNotInstalled, ConfigurationError
+from pausetoken.exceptions import BackendNotInstalled, CommandLineError
 from pausetoken.plugins import install_hint
 from pausetoken_langgraph._ask import ask
 from pausetoken_langgraph._demo import _open_saver, _plan_checkpointer
@@ -72,14 +72,14 @@ def _uvicorn() -> Any:
     except ImportError as exc:
         hint = install_hint("pausetoken-langgraph[serve]")
         msg = f"pausetoken demo --serve needs uvicorn and Starlette: {hint}"
-        raise BackendNotInstalled(msg, code="command_not_installed") from exc
+        raise BackendNotInstalled(msg, code=BackendNotInstalled.COMMAND_NOT_INSTALLED) from exc
     return uvicorn
 
 
 def _listen(host: str, port: int) -> socket.socket:
     if host not in {"127.0.0.1", "::1", "localhost"}:
         msg = "--serve listens on the loopback interface only (127.0.0.1, ::1 or localhost)"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -88,7 +88,7 @@ def _listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         msg = f"--port {port}: cannot listen on {host} ({exc.strerror or type(exc).__name__})"
-        raise ConfigurationError(msg, code="cli_usage") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE) from exc
     sock.listen(64)
     return sock
 

@@ -7,7 +7,7 @@ from typing import Final
 from pymongo.errors import ConfigurationError as DriverConfigurationError
 from pymongo.errors import OperationFailure, PyMongoError
 
-from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.exceptions import StoreMisconfigured, StoreUnavailable
 
 __all__ = ["translate"]
 
@@ -30,7 +30,7 @@ def translate(exc: PyMongoError, *, what: str, label: str) -> Exception:
     cause = type(exc).__name__ + (f" (code {code})" if code is not None else "")
     if isinstance(exc, DriverConfigurationError) or code in _PERMANENT_CODES:
         msg = f"token store {what} at {label} is refused: {cause}"
-        return ConfigurationError(msg, code="store_misconfigured")
+        return StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
     timed_out = " (timed out)" if exc.timeout else ""  # the store's timeout ran out
     msg = f"token store {what} at {label} failed{timed_out}: {cause}"
     return StoreUnavailable(msg)

@@ -17,7 +17,12 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError, PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.exceptions import (
+    ConfigurationError,
+    InvalidSettings,
+    StoreMisconfigured,
+    StoreUnavailable,
+)
 from pausetoken.plugins import (
     ClaimOutcome,
     ClaimResult,
@@ -138,7 +143,7 @@ def _seconds(text: str) -> float:
         return float(text)
     except ValueError as exc:
         msg = f"the MongoDB store's timeout is a number of seconds (got {text!r})"
-        raise ConfigurationError(msg, code="settings_invalid") from exc
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID) from exc
 
 
 def _lapsed(document: Mapping[str, Any], now: int) -> bool:
@@ -197,16 +202,16 @@ class MongoStore:
             or timeout <= 0
         ):
             msg = f"the MongoDB store's timeout is a positive number of seconds (got {timeout!r})"
-            raise ConfigurationError(msg, code="settings_invalid")
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
         if write_concern == 0 or isinstance(write_concern, bool):
             msg = "the MongoDB store needs acknowledged writes: write_concern 0 is refused"
-            raise ConfigurationError(msg, code="settings_invalid")
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
         if read_concern not in {"majority", "local", "linearizable"}:
             msg = (
                 "the MongoDB store's read_concern is 'majority', 'local' or 'linearizable' "
                 f"(got {read_concern!r})"
             )
-            raise ConfigurationError(msg, code="settings_invalid")
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
         try:
             self._collection: AsyncCollection[Any] = database.get_collection(
                 collection,
@@ -215,7 +220,7 @@ class MongoStore:
             )
         except (PyMongoError, TypeError, ValueError) as exc:
             msg = f"invalid MongoDB store options: {type(exc).__name__}: {exc}"
-            raise ConfigurationError(msg, code="settings_invalid") from exc
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID) from exc
         self._client: AsyncMongoClient[Any] | None = None  # only one it opened itself
         self._schema = database.get_collection(
             SCHEMA_COLLECTION, write_concern=self._collection.write_concern
@@ -252,7 +257,7 @@ class MongoStore:
                 f"unknown MongoDB store option(s) {', '.join(map(repr, unknown))}; the store "
                 f"takes {', '.join(sorted(_STORE_OPTIONS))} (driver options go in the URL query)"
             )
-            raise ConfigurationError(msg, code="settings_unknown")
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_UNKNOWN)
         if "timeout" in from_query:
             options["timeout"] = _seconds(from_query["timeout"])
         shown = redact_url(url)
@@ -269,7 +274,7 @@ class MongoStore:
                 )
         except (PyMongoError, UserWarning, TypeError, ValueError) as exc:
             msg = f"the MongoDB URL {shown!r} is refused: {type(exc).__name__}"
-            raise ConfigurationError(msg, code="settings_invalid") from exc
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID) from exc
         # Nothing is connected yet (connect=False): a refused option leaves nothing to close.
         chosen = client.get_default_database(default=DEFAULT_DATABASE)
         store = cls(chosen if database is None else client[database], **options)
@@ -520,8 +525,8 @@ class MongoStore:
             f"{SCHEMA_COLLECTION!r} to start afresh on purpose)"
         )
         if startup:
-            return ConfigurationError(msg, code="store_table_missing")
-        return StoreUnavailable(msg, code="store_table_missing")
+            return StoreMisconfigured(msg, code=StoreMisconfigured.STORE_TABLE_MISSING)
+        return StoreUnavailable(msg, code=StoreUnavailable.STORE_TABLE_MISSING)
 
     async def _ensure_indexes(self) -> bool:
         # Found by their keys: a server may name an index otherwise than asked.

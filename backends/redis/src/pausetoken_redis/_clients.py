@@ -18,7 +18,7 @@ from redis.asyncio.connection import (
     UnixDomainSocketConnection,
 )
 
-from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.exceptions import ConfigurationError, InvalidSettings, StoreUnavailable
 from pausetoken.plugins import redact_url
 
 __all__ = ["CLUSTER_SCHEMES", "Client", "open_client", "split_query", "unavailable"]
@@ -80,7 +80,7 @@ def split_query(url: str, store_options: frozenset[str]) -> tuple[str, dict[str,
         if name in store_options:
             if name in found:
                 msg = f"the option {name!r} is given twice in {redact_url(url)!r}"
-                raise ConfigurationError(msg, code="settings_conflict")
+                raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_CONFLICT)
             found[name] = dict(parse_qsl(part, keep_blank_values=True))[name]
         elif name in driver:
             kept.append(part)
@@ -90,7 +90,7 @@ def split_query(url: str, store_options: frozenset[str]) -> tuple[str, dict[str,
                 f"the store takes {', '.join(sorted(store_options))}"
                 + ("" if scheme in CLUSTER_SCHEMES else " and redis-py's connection options")
             )
-            raise ConfigurationError(msg, code="settings_unknown")
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_UNKNOWN)
     return (f"{head}?{'&'.join(kept)}" if kept else head), found
 
 

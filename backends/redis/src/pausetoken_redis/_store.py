@@ -14,7 +14,7 @@ from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from pausetoken.exceptions import ConfigurationError, StoreUnavailable
+from pausetoken.exceptions import ConfigurationError, InvalidSettings, StoreUnavailable
 from pausetoken.plugins import (
     ClaimOutcome,
     ClaimRequest,
@@ -80,26 +80,26 @@ def _from_text(name: str, text: str) -> object:
             return int(text)
         except ValueError:
             msg = f"wait_replicas must be a whole number of replicas (got {text!r})"
-            raise ConfigurationError(msg, code="settings_invalid") from None
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID) from None
     if name == "cluster":
         flags = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
         if text.lower() in flags:
             return flags[text.lower()]
         msg = f"cluster must be true or false (got {text!r})"
-        raise ConfigurationError(msg, code="settings_invalid")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
     try:
         return int(text) if name == "max_connections" else float(text)
     except ValueError:
         kind = "an integer" if name == "max_connections" else "a number of seconds"
         msg = f"{name} must be {kind} (got {text!r})"
-        raise ConfigurationError(msg, code="settings_invalid") from None
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID) from None
 
 
 def _check_wait(client: Client, replicas: object, wait_timeout: object, timeout: float) -> None:
     """Refuse ``wait_replicas``/``wait_timeout`` values the store cannot honour."""
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
         msg = f"wait_replicas must be a whole number of replicas (got {replicas!r})"
-        raise ConfigurationError(msg, code="settings_invalid")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
     if (
         isinstance(wait_timeout, bool)
         or not isinstance(wait_timeout, int | float)
@@ -111,12 +111,12 @@ def _check_wait(client: Client, replicas: object, wait_timeout: object, timeout:
             f"wait_timeout must be a positive number of seconds below timeout ({timeout}) "
             f"(got {wait_timeout!r})"
         )
-        raise ConfigurationError(msg, code="settings_invalid")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
     if replicas and isinstance(client, RedisCluster):
         # WAIT counts the acknowledgements of the writes made on the connection it is sent
         # on; redis-py's cluster pipeline sends a keyless WAIT to any node.
         msg = "wait_replicas is not supported with Redis Cluster (WAIT must follow the write)"
-        raise ConfigurationError(msg, code="settings_conflict")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_CONFLICT)
 
 
 def _micros(moment: datetime) -> int:
@@ -302,7 +302,7 @@ class RedisStore:
                 f"unknown RedisStore option(s) {', '.join(map(repr, unknown))} for "
                 f"{redact_url(url)!r}; known: {', '.join(sorted(_OPTIONS))}"
             )
-            raise ConfigurationError(msg, code="settings_unknown")
+            raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_UNKNOWN)
         # Keywords win over the query; the query's text is read as the keyword's type.
         options = {**{k: _from_text(k, v) for k, v in from_query.items()}, **options}
         max_connections = options.get("max_connections", DEFAULT_MAX_CONNECTIONS)

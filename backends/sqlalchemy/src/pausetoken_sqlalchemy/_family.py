@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from sqlalchemy.exc import ArgumentError, SAWarning
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from pausetoken.exceptions import BackendNotInstalled, ConfigurationError
+from pausetoken.exceptions import BackendNotInstalled, ConfigurationError, StoreMisconfigured
 from pausetoken.plugins import install_hint
 from pausetoken_sqlalchemy._connections import PooledConnections
 from pausetoken_sqlalchemy._failures import causes
@@ -144,11 +144,11 @@ class EngineFamily(ABC):
         if unknown:
             names = ", ".join(repr(name[:40]) for name in unknown[:5])
             msg = f"{label}: unknown option(s) in the store URL: {names}"
-            raise ConfigurationError(msg, code="store_misconfigured")
+            raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
 
     def _unknown_url_options(self, label: str) -> ConfigurationError:
         msg = f"{label}: the URL has options the {self.name} driver does not take"
-        return ConfigurationError(msg, code="store_misconfigured")
+        return StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
 
     # -- connections ------------------------------------------------------------------
 

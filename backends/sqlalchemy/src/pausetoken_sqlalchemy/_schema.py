@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql
 
-from pausetoken.exceptions import ConfigurationError, PauseTokenError
+from pausetoken.exceptions import PauseTokenError, StoreMisconfigured
 from pausetoken_sqlalchemy._connections import store_work
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ class Schema:
                 f"table {self._table.name} has schema version {version}; this release of "
                 f"pausetoken-sqlalchemy knows up to {SCHEMA_VERSION}: upgrade it"
             )
-            raise ConfigurationError(msg, code="store_schema_too_new")
+            raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_SCHEMA_TOO_NEW)
         return created
 
     async def run(self, engine: AsyncEngine) -> bool:
@@ -238,7 +238,7 @@ class Schema:
         exists = inspect(conn).has_table(self._table.name)
         if version is not None and not exists:
             msg = self.table_missing_message()
-            raise ConfigurationError(msg, code="store_table_missing")
+            raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_TABLE_MISSING)
         if exists:
             self._refuse_another_layout(conn)
         else:
@@ -249,7 +249,7 @@ class Schema:
             version = self._read_version(conn)
             if version is None:  # pragma: no cover - the row was just written
                 msg = f"the schema marker of {self._table.name} vanished while it was written"
-                raise ConfigurationError(msg, code="store_misconfigured")
+                raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
         return version, not exists
 
     def _read_version(self, conn: Connection) -> int | None:
@@ -284,4 +284,4 @@ class Schema:
                 f"table {name} at {self._label} lacks the column(s) {', '.join(missing)} that "
                 "this release of pausetoken-sqlalchemy uses: create it with make_table()"
             )
-        raise ConfigurationError(msg, code="store_schema_mismatch")
+        raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_SCHEMA_MISMATCH)

@@ -12,7 +12,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import ConfigurationError, StoreMisconfigured
 from pausetoken_sqlalchemy._connections import SharedConnection
 from pausetoken_sqlalchemy._failures import (
     AUTHENTICATION,
@@ -133,11 +133,11 @@ class SqliteFamily(EngineFamily):
         path = Path(url.database).expanduser().absolute()
         if path.is_dir():
             msg = f"{label}: unable to open database file: {path} is a directory"
-            raise ConfigurationError(msg, code="store_misconfigured")
+            raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
         directory = path.parent
         if not directory.is_dir():
             msg = f"{label}: unable to open database file: the directory {directory} does not exist"
-            raise ConfigurationError(msg, code="store_misconfigured")
+            raise StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
 
     def create_table(self, conn: Connection, table: Table) -> None:
         """``CREATE ... IF NOT EXISTS``: safe when workers race, with no lock."""

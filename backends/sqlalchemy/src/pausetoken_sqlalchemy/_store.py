@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from pausetoken.exceptions import ConfigurationError, PauseTokenError, StoreUnavailable
+from pausetoken.exceptions import (
+    ConfigurationError,
+    PauseTokenError,
+    StoreMisconfigured,
+    StoreUnavailable,
+)
 from pausetoken.plugins import Deadlines
 from pausetoken_sqlalchemy._engines import (
     default_max_connections,
@@ -443,10 +448,10 @@ class SQLAlchemyStore:
         if problem is TABLE_MISSING:
             msg = self._schema.table_missing_message()
             if startup:
-                return ConfigurationError(msg, code="store_table_missing")
-            return StoreUnavailable(msg, code="store_table_missing")
+                return StoreMisconfigured(msg, code=StoreMisconfigured.STORE_TABLE_MISSING)
+            return StoreUnavailable(msg, code=StoreUnavailable.STORE_TABLE_MISSING)
         if problem is not None and startup:
             explained = problem.explain(self._engine.url, self._table.name)
             msg = f"cannot use the token store at {self._label}: {explained}"
-            return ConfigurationError(msg, code="store_misconfigured")
+            return StoreMisconfigured(msg, code=StoreMisconfigured.STORE_MISCONFIGURED)
         return StoreUnavailable(f"token store {op} failed at {self._label} ({type(exc).__name__})")

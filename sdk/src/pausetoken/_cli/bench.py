@@ -28,7 +28,7 @@ import attrs
 
 from pausetoken._cli.command import EXIT_OK, EXIT_REFUSED, FunctionCommand
 from pausetoken._cli.output import console, require_rich, say
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import CommandLineError
 
 if TYPE_CHECKING:
     import argparse
@@ -146,7 +146,7 @@ def _bench_dir(given: str | None) -> Path:
         directory = Path(given)
         if not directory.is_dir():
             msg = f"--dir {given} is not a directory"
-            raise ConfigurationError(msg, code="cli_benchmarks_missing")
+            raise CommandLineError(msg, code=CommandLineError.CLI_BENCHMARKS_MISSING)
         return directory.resolve()
     for root in _checkouts():
         if (root / "benchmarks").is_dir():
@@ -156,7 +156,7 @@ def _bench_dir(given: str | None) -> Path:
         "(benchmarks/), not part of the installed package, and no checkout was found: "
         "neither this installation nor the working directory is one"
     )
-    raise ConfigurationError(msg, code="cli_benchmarks_missing")
+    raise CommandLineError(msg, code=CommandLineError.CLI_BENCHMARKS_MISSING)
 
 
 def _checkouts() -> Iterator[Path]:
@@ -173,11 +173,11 @@ def _report(directory: Path) -> Any:
     path = directory / "report.py"
     if not path.is_file():
         msg = f"{directory} has no report.py, the script that lists the benchmarks"
-        raise ConfigurationError(msg, code="cli_benchmarks_missing")
+        raise CommandLineError(msg, code=CommandLineError.CLI_BENCHMARKS_MISSING)
     spec = importlib.util.spec_from_file_location("pausetoken_bench_report", path)
     if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
         msg = f"cannot load {path}"
-        raise ConfigurationError(msg, code="cli_benchmarks_missing")
+        raise CommandLineError(msg, code=CommandLineError.CLI_BENCHMARKS_MISSING)
     module = importlib.util.module_from_spec(spec)
     before = set(sys.modules)
     sys.path.insert(0, str(directory))  # report.py imports its siblings (_results.py)
@@ -207,11 +207,11 @@ def _benchmarks(
     unknown = [name for name in names if name not in known]
     if unknown:
         msg = f"no benchmark named {', '.join(unknown)}; there are {', '.join(known)}"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     for benchmark in listed:
         if not (directory.parent / benchmark.argv[0]).is_file():
             msg = f"report.py lists {benchmark.argv[0]}, which is not in {directory.parent}"
-            raise ConfigurationError(msg, code="cli_benchmarks_missing")
+            raise CommandLineError(msg, code=CommandLineError.CLI_BENCHMARKS_MISSING)
     return [b for b in listed if not names or b.name in names]
 
 
@@ -302,7 +302,7 @@ def _write_page(page: Path, report: Any, runs: Sequence[_BenchRun], *, quick: bo
         page.write_text(report.render(data), encoding="utf-8")
     except OSError as exc:
         msg = f"cannot write {page}: {exc.strerror or type(exc).__name__}"
-        raise ConfigurationError(msg, code="cli_output_unwritable") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_OUTPUT_UNWRITABLE) from exc
     say(f"pausetoken bench: wrote {page}")
 
 

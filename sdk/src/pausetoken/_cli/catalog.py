@@ -17,7 +17,7 @@ from pausetoken._cli import backends, bench, keygen, store, tokens
 from pausetoken._cli.command import GROUP, Command
 from pausetoken._install import install_hint
 from pausetoken._loader import BackendInfo, PluginLoader
-from pausetoken.exceptions import ConfigurationError, PauseTokenError
+from pausetoken.exceptions import ConfigurationError, PauseTokenError, PluginError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -78,7 +78,7 @@ class _CommandLoader(PluginLoader[Command]):
         """``found`` if it has a help line, ``arguments`` and ``run``."""
         if not _is_command(found):
             msg = f"{self.where(info)} is not a command: it needs help, arguments and run"
-            raise ConfigurationError(msg, code="command_invalid")
+            raise PluginError(msg, code=PluginError.COMMAND_INVALID)
         return found
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final, get_args
 
 from pausetoken._cli.command import EXIT_OK, FunctionCommand
 from pausetoken._cli.output import say
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import CommandLineError
 
 if TYPE_CHECKING:
     import argparse
@@ -73,10 +73,10 @@ def write_private_file(path: str, text: str) -> None:
         fd = os.open(path, flags, 0o600)
     except FileExistsError as exc:
         msg = f"{path} exists; keygen never overwrites a file: choose another path"
-        raise ConfigurationError(msg, code="cli_output_exists") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_OUTPUT_EXISTS) from exc
     except OSError as exc:
         msg = f"cannot create {path}: {exc.strerror or type(exc).__name__}"
-        raise ConfigurationError(msg, code="cli_output_unwritable") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_OUTPUT_UNWRITABLE) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             if hasattr(os, "fchmod"):  # the umask can only remove bits; 0600 exactly
@@ -85,7 +85,7 @@ def write_private_file(path: str, text: str) -> None:
     except OSError as exc:
         Path(path).unlink(missing_ok=True)  # no half-written key file left behind
         msg = f"cannot write {path}: {exc.strerror or type(exc).__name__}"
-        raise ConfigurationError(msg, code="cli_output_unwritable") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_OUTPUT_UNWRITABLE) from exc
 
 
 KEYGEN: Final = FunctionCommand(

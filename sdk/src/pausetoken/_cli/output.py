@@ -14,7 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Final
 
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import CommandLineError
 
 if TYPE_CHECKING:
     import argparse
@@ -48,7 +48,7 @@ def require_rich(command: str, *modules: str, json_ok: bool = False) -> None:
         msg = f"`pausetoken {command}` draws its output with rich, which is not installed"
         if json_ok:
             msg += " (its --json output needs no rich)"
-        raise ConfigurationError(msg, code="cli_rich_missing") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_RICH_MISSING) from exc
 
 
 def console(*, stderr: bool = False) -> Console:

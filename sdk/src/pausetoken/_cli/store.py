@@ -14,7 +14,7 @@ from pausetoken._cli.command import (
     debug_parent,
 )
 from pausetoken._cli.output import cell, console, json_argument, print_json, require_rich, say
-from pausetoken.exceptions import ConfigurationError, UnknownBackend
+from pausetoken.exceptions import CommandLineError, ConfigurationError, UnknownBackend
 
 if TYPE_CHECKING:
     import argparse
@@ -123,7 +123,7 @@ async def _check(args: argparse.Namespace) -> int:
         require_rich("store check", json_ok=True)
     if args.concurrency < _MIN_RACERS:
         msg = f"--concurrency must be at least {_MIN_RACERS}"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     check_store_url(args.url, where="URL")
     store = open_store(args.url)
     try:
@@ -243,7 +243,7 @@ def _purge_cutoff(text: str, now: datetime) -> datetime:
     if moment > now:
         # A row whose token is still valid must stay: deleting it would allow a replay.
         msg = "--before must not be in the future: live tokens' rows would be deleted"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     return moment
 
 

@@ -11,7 +11,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Final
 
-from pausetoken.exceptions import ConfigurationError, InvalidToken
+from pausetoken.exceptions import CommandLineError, InvalidToken
 
 if TYPE_CHECKING:
     import argparse
@@ -75,7 +75,7 @@ def read_token(argument: str) -> str:
     else:
         raw = argument
     if not raw.strip():
-        raise ConfigurationError("no token given", code="cli_usage")
+        raise CommandLineError("no token given", code=CommandLineError.CLI_USAGE)
     _refuse_pasted(raw)
     return raw
 
@@ -124,7 +124,7 @@ def parse_scope(text: str) -> Scope:
             data = json.loads(text)
         except ValueError as exc:
             msg = f"--scope is not valid JSON; {_SCOPE_FORMS}"
-            raise ConfigurationError(msg, code="cli_usage") from exc
+            raise CommandLineError(msg, code=CommandLineError.CLI_USAGE) from exc
         if (
             not isinstance(data, dict)
             or not set(data) <= set(_SCOPE_FIELDS)
@@ -132,16 +132,16 @@ def parse_scope(text: str) -> Scope:
             or not all(isinstance(data.get(f), str | None) for f in _SCOPE_FIELDS[1:])
         ):
             msg = "--scope as JSON takes tenant_id and, optionally, sub_tenant_id and namespace"
-            raise ConfigurationError(msg, code="cli_usage")
+            raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
         parts: list[str | None] = [data.get(field) for field in _SCOPE_FIELDS]
     else:
         pieces = text.split("/")
         if len(pieces) > len(_SCOPE_FIELDS):
-            raise ConfigurationError(_SCOPE_FORMS, code="cli_usage")
+            raise CommandLineError(_SCOPE_FORMS, code=CommandLineError.CLI_USAGE)
         parts = [piece or None for piece in pieces]
         parts += [None] * (len(_SCOPE_FIELDS) - len(parts))
     tenant, sub_tenant, namespace = parts
     if not tenant or not tenant.strip():
         msg = f"--scope needs a tenant; {_SCOPE_FORMS}"
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     return Scope(tenant, sub_tenant_id=sub_tenant, namespace=namespace)

@@ -17,7 +17,7 @@ from pausetoken._cli.command import EXIT_OK, EXIT_REFUSED, FunctionCommand
 from pausetoken._cli.output import cell, console, json_argument, print_json, require_rich, say
 from pausetoken._cli.store import check_store_url, url_family
 from pausetoken._cli.token_input import parse_scope, read_token, scope_argument, token_argument
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import CommandLineError, ConfigurationError
 
 if TYPE_CHECKING:
     import argparse
@@ -82,7 +82,7 @@ def _verifying(args: argparse.Namespace) -> Settings:
         return attrs.evolve(settings, **{name: value for name, value in given.items() if value})
     except ConfigurationError as exc:
         msg = f"--issuer or --audience: {exc.detail}"
-        raise ConfigurationError(msg, code="cli_usage") from exc
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE) from exc
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -170,7 +170,7 @@ def _service_from_env(command: str) -> PauseTokens:
             f"{variable} is memory://, whose rows live in one process: `pausetoken {command}` "
             "would see none of the service's; give it the service's store URL"
         )
-        raise ConfigurationError(msg, code="cli_usage")
+        raise CommandLineError(msg, code=CommandLineError.CLI_USAGE)
     # Status and revoke never read a checkpoint: no reader is loaded from the settings.
     return PauseTokens.from_settings(settings, checkpoints=MemoryCheckpoints())
 

@@ -42,7 +42,7 @@ def refuse_token_in_url(request: Request) -> None:
     """
     if any(key.lower() in _TOKEN_PARAMETERS for key in request.query_params):
         msg = "tokens travel in the Pause-Token header or the body, never in the URL"
-        raise InvalidRequest(msg, code="token_in_url")
+        raise InvalidRequest(msg, code=InvalidRequest.TOKEN_IN_URL)
 
 
 def _check_media_type(request: Request) -> None:
@@ -102,13 +102,13 @@ async def read_json_object(request: Request, *, max_body_bytes: int) -> dict[str
         value = _DECODER.decode(raw.decode("utf-8"))
     except DuplicateMember as exc:
         msg = "the request body has duplicate members"
-        raise InvalidRequest(msg, code="request_json_invalid") from exc
+        raise InvalidRequest(msg, code=InvalidRequest.REQUEST_JSON_INVALID) from exc
     except (ValueError, RecursionError) as exc:
         msg = "the request body is not UTF-8 JSON with finite numbers"
-        raise InvalidRequest(msg, code="request_json_invalid") from exc
+        raise InvalidRequest(msg, code=InvalidRequest.REQUEST_JSON_INVALID) from exc
     if _too_deep(value, MAX_BODY_DEPTH):
         msg = f"the request body nests deeper than {MAX_BODY_DEPTH} levels"
-        raise InvalidRequest(msg, code="request_json_invalid")
+        raise InvalidRequest(msg, code=InvalidRequest.REQUEST_JSON_INVALID)
     if type(value) is not dict:
         msg = "the request body is not a JSON object"
         raise InvalidRequest(msg)

@@ -25,6 +25,7 @@ from pausetoken.exceptions import (
     PayloadMismatch,
     PrincipalMismatch,
     RedemptionInProgress,
+    ResumeFailed,
     ScopeMismatch,
     TokenRevoked,
     UnknownInterrupt,
@@ -178,7 +179,7 @@ class Endpoints:
         caller: object = await self.authenticate(request)  # the application's code: checked
         if not isinstance(caller, Caller):
             msg = "the authenticate function must return a pausetoken.asgi.Caller"
-            raise ConfigurationError(msg, code="configuration_error")
+            raise ConfigurationError(msg, code=ConfigurationError.CONFIGURATION_ERROR)
         return caller
 
     async def read_token_and_answer(self, request: Request) -> tuple[str, Any]:
@@ -211,15 +212,15 @@ class Endpoints:
                 "resume function failed: %s", type(exc).__name__, extra={"code": "resume_failed"}
             )
             msg = "resuming the run failed; the answer may be sent again"
-            raise PauseTokenError(msg, code="resume_failed") from exc
+            raise ResumeFailed(msg, code=ResumeFailed.RESUME_FAILED) from exc
         if not isinstance(done, ResumeResult):
             msg = "the resume function must return a pausetoken.asgi.ResumeResult"
-            raise ConfigurationError(msg, code="configuration_error")
+            raise ConfigurationError(msg, code=ConfigurationError.CONFIGURATION_ERROR)
         try:
             result = to_json_value(done.result)
         except UnsupportedPayload as exc:
             msg = "the run's result cannot be sent as JSON"
-            raise PauseTokenError(msg, code="resume_result_invalid") from exc
+            raise ResumeFailed(msg, code=ResumeFailed.RESUME_RESULT_INVALID) from exc
         logger.info("answer accepted", extra={"replayed": done.replayed})
         return JSONResponse({"replayed": done.replayed, "result": result}, headers=_NO_STORE)
 
@@ -239,7 +240,7 @@ def _check_caller(tokens: PauseTokens, claims: Claims, caller: Caller) -> None:
     namespace = getattr(tokens.checkpoints, "namespace", None)
     if (namespace if isinstance(namespace, str) else None) != claims.ns:
         msg = "the token was minted for another runtime namespace (another graph)"
-        raise InvalidToken(msg, code="token_namespace_mismatch")
+        raise InvalidToken(msg, code=InvalidToken.TOKEN_NAMESPACE_MISMATCH)
     try:
         interrupt: Interrupt[Any, Any] | None = tokens.interrupt(claims.name)
     except UnknownInterrupt:

@@ -35,8 +35,8 @@ from pausetoken.asgi._body import read_json_object, refuse_token_in_url
 from pausetoken.asgi._endpoints import Endpoints, describe_pause, log_refusal, problem_response
 from pausetoken.asgi._openapi import CSRF_HEADER
 from pausetoken.exceptions import (
-    ConfigurationError,
     InvalidRequest,
+    InvalidSettings,
     PauseTokenError,
     RequestForbidden,
 )
@@ -101,7 +101,7 @@ class _PageGuard:
             "same-origin",
         }:
             msg = "the request does not come from the approval page's origin"
-            raise RequestForbidden(msg, code="origin_refused")
+            raise RequestForbidden(msg, code=RequestForbidden.ORIGIN_REFUSED)
         # Parsed strictly first: str.isdigit() takes "²" and Arabic-Indic digits, int()
         # refuses some of them and more than 4300 digits, and compare_digest() refuses
         # non-ASCII text; each of those was a 500.
@@ -112,7 +112,7 @@ class _PageGuard:
             if fresh and hmac.compare_digest(mac.encode(), self._mac(issued, nonce).encode()):
                 return
         msg = "the page's anti-forgery value is missing, forged or expired: reload the page"
-        raise RequestForbidden(msg, code="csrf_invalid")
+        raise RequestForbidden(msg, code=RequestForbidden.CSRF_INVALID)
 
 
 def _head(request: Request, *, title: str) -> str:
@@ -275,10 +275,10 @@ def page_routes(
     """
     if secret is not None and len(secret) < 32:  # noqa: PLR2004
         msg = "page_secret must be at least 32 random bytes"
-        raise ConfigurationError(msg, code="settings_invalid")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
     if not lifetime > 0:
         msg = "page_lifetime must be a positive number of seconds"
-        raise ConfigurationError(msg, code="settings_invalid")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
     guard = _PageGuard(secret or secrets.token_bytes(32), lifetime, tuple(allowed_origins))
     page = _Page(endpoints, guard, title)
     return [

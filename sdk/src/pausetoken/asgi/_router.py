@@ -16,7 +16,7 @@ from pausetoken.asgi._body import DEFAULT_MAX_BODY_BYTES
 from pausetoken.asgi._endpoints import Endpoints
 from pausetoken.asgi._openapi import openapi_document
 from pausetoken.asgi._page import page_routes
-from pausetoken.exceptions import ConfigurationError
+from pausetoken.exceptions import InvalidSettings
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -61,7 +61,7 @@ def derive_page_secret(tokens: PauseTokens) -> bytes:
             "(32 random bytes, the same in every process), or give the service a signer "
             "over a key ring that holds its private signing key, to derive it from"
         )
-        raise ConfigurationError(msg, code="settings_missing")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_MISSING)
     kid, key, _alg = keys.signing_key()
     jwk = key.as_dict(private=True)
     # "k" is a symmetric key's, "d" the private half of an asymmetric one.
@@ -172,7 +172,7 @@ def resume_router(
     """
     if not 4096 <= max_body_bytes <= 16 * 1024 * 1024:  # noqa: PLR2004
         msg = "max_body_bytes must be from 4096 (a token fits) to 16 MiB"
-        raise ConfigurationError(msg, code="settings_invalid")
+        raise InvalidSettings(msg, code=InvalidSettings.SETTINGS_INVALID)
     endpoints = Endpoints(tokens, authenticate, resume, max_body_bytes)
     document = openapi_document(approval_page=approval_page, max_body_bytes=max_body_bytes)
 
