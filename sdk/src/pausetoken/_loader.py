@@ -28,6 +28,7 @@ import attrs
 from pausetoken.exceptions import (
     AmbiguousBackend,
     BackendNotInstalled,
+    Code,
     ConfigurationError,
     PauseTokenError,
     PluginError,
@@ -152,9 +153,9 @@ class PluginLoader(abc.ABC, Generic[T]):
     #: The codes a subclass raises with `BackendNotInstalled`, `AmbiguousBackend` and
     #: `ConfigurationError` when a name's distribution is missing, has two providers, or
     #: its plugin fails to import.
-    not_installed_code: ClassVar[str]
-    ambiguous_code: ClassVar[str]
-    import_failed_code: ClassVar[str]
+    not_installed_code: ClassVar[Code]
+    ambiguous_code: ClassVar[Code]
+    import_failed_code: ClassVar[Code]
 
     kind: str
     group: str

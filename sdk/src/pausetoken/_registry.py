@@ -30,7 +30,9 @@ from pausetoken._signer_api import SIGNERS_API_VERSION
 from pausetoken._store_api import STORE_API_VERSION, TokenStore
 from pausetoken._urls import redact_url, store_family
 from pausetoken.exceptions import (
+    AmbiguousBackend,
     BackendNotInstalled,
+    Code,
     ConfigurationError,
     PauseTokenError,
     PluginError,
@@ -137,9 +139,9 @@ _NOUNS: Final[Mapping[BackendKind, str]] = {
 class _BackendLoader(PluginLoader[object]):
     """The backends of one kind: factories declaring an ``api_version`` this core drives."""
 
-    not_installed_code: ClassVar[str] = "backend_not_installed"
-    ambiguous_code: ClassVar[str] = "ambiguous_backend"
-    import_failed_code: ClassVar[str] = "backend_import_failed"
+    not_installed_code: ClassVar[Code] = BackendNotInstalled.BACKEND_NOT_INSTALLED
+    ambiguous_code: ClassVar[Code] = AmbiguousBackend.AMBIGUOUS_BACKEND
+    import_failed_code: ClassVar[Code] = PluginError.BACKEND_IMPORT_FAILED
 
     def where(self, info: BackendInfo) -> str:
         """The backend, its target and the distribution it comes from (or "code")."""

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import Any, Final
 
 from ag_ui.core import RunErrorEvent
 
 from pausetoken.exceptions import (
+    Code,
     InvalidResponse,
     InvalidToken,
     PauseTokenError,
     RedemptionInProgress,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 __all__ = [
     "METADATA_KEY",
@@ -38,21 +36,17 @@ class ProofRefused(InvalidToken):
     `ProofForAnotherInterrupt` and `ProofForAnotherThread` carry the other two codes.
     """
 
-    default_code = "agui_proof_missing"
-    codes: ClassVar[Mapping[str, str]] = {
-        "agui_proof_missing": ('A resume entry has no token in metadata["pausetoken"]["token"].'),
-        "agui_interrupt_mismatch": (
-            "A resume entry's token was minted for another interrupt than its interruptId."
-        ),
-        "agui_thread_mismatch": (
-            "A resume entry's token was minted for another thread than the run's threadId."
-        ),
-    }
-    action: ClassVar[str] = (
+    AGUI_PROOF_MISSING = Code('A resume entry has no token in metadata["pausetoken"]["token"].')
+    AGUI_INTERRUPT_MISMATCH = Code(
+        "A resume entry's token was minted for another interrupt than its interruptId."
+    )
+    AGUI_THREAD_MISMATCH = Code(
+        "A resume entry's token was minted for another thread than the run's threadId."
+    )
+    action = (
         'Answer 401: send each interrupt\'s metadata["pausetoken"] back unchanged in the '
         "resume entry that answers it, on the same thread."
     )
-    actions: ClassVar[Mapping[str, str]] = dict.fromkeys(codes, action)
     default_detail = "The resume entry carries no pausetoken proof."
     title = "Resume entry refused"
 
@@ -60,14 +54,14 @@ class ProofRefused(InvalidToken):
 class ProofForAnotherInterrupt(ProofRefused):
     """A resume entry's token was minted for another interrupt than its ``interruptId``."""
 
-    default_code = "agui_interrupt_mismatch"
+    default_code = str(ProofRefused.AGUI_INTERRUPT_MISMATCH)
     default_detail = "The resume entry's token was minted for another interrupt."
 
 
 class ProofForAnotherThread(ProofRefused):
     """A resume entry's token was minted for another thread than the run's ``threadId``."""
 
-    default_code = "agui_thread_mismatch"
+    default_code = str(ProofRefused.AGUI_THREAD_MISMATCH)
     default_detail = "The resume entry's token was minted for another thread."
 
 

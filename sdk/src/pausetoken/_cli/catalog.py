@@ -17,7 +17,14 @@ from pausetoken._cli import backends, bench, keygen, store, tokens
 from pausetoken._cli.command import GROUP, Command
 from pausetoken._install import install_hint
 from pausetoken._loader import BackendInfo, PluginLoader
-from pausetoken.exceptions import ConfigurationError, PauseTokenError, PluginError
+from pausetoken.exceptions import (
+    AmbiguousBackend,
+    BackendNotInstalled,
+    Code,
+    ConfigurationError,
+    PauseTokenError,
+    PluginError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -62,9 +69,9 @@ _BUILT_IN: Final = "pausetoken (built in)"
 class _CommandLoader(PluginLoader[Command]):
     """The ``pausetoken.commands`` entry points: objects following `Command`."""
 
-    not_installed_code: ClassVar[str] = "command_not_installed"
-    ambiguous_code: ClassVar[str] = "ambiguous_command"
-    import_failed_code: ClassVar[str] = "command_import_failed"
+    not_installed_code: ClassVar[Code] = BackendNotInstalled.COMMAND_NOT_INSTALLED
+    ambiguous_code: ClassVar[Code] = AmbiguousBackend.AMBIGUOUS_COMMAND
+    import_failed_code: ClassVar[Code] = PluginError.COMMAND_IMPORT_FAILED
 
     def explain(self, info: BackendInfo, exc: Exception) -> PauseTokenError | None:
         """An import error names the module it misses."""

@@ -33,7 +33,7 @@ class _PastedToken(InvalidToken):
     """A token given with something that is not part of it (a prefix, quotes, a break)."""
 
     def __init__(self, detail: str, hint: str) -> None:
-        super().__init__(detail, code="token_malformed")
+        super().__init__(detail, code=InvalidToken.TOKEN_MALFORMED)
         self.hint = hint
 
 
