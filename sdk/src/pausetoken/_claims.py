@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -82,12 +83,15 @@ class Scope:
 
 def hash_scope(scope: Scope) -> str:
     """Hash a scope: sha256 hex of the RFC 8785 encoding of its fields (all of them)."""
+    return _scope_hash(scope.tenant_id, scope.sub_tenant_id, scope.namespace)
+
+
+# A worker serves few tenants and hashes the caller's scope on every redemption: the last
+# few thousand hashes are kept.
+@functools.lru_cache(maxsize=4096)
+def _scope_hash(tenant_id: str, sub_tenant_id: str | None, namespace: str | None) -> str:
     return hash_payload(
-        {
-            "tenant_id": scope.tenant_id,
-            "sub_tenant_id": scope.sub_tenant_id,
-            "namespace": scope.namespace,
-        }
+        {"tenant_id": tenant_id, "sub_tenant_id": sub_tenant_id, "namespace": namespace}
     )
 
 
