@@ -210,12 +210,24 @@ def test_only_the_chosen_plugin_is_imported_and_it_is_imported_once(site: Site) 
         ("stores", "mysql", "pausetoken[mysql]"),
         ("stores", "mariadb", "pausetoken[mysql]"),
         ("checkpoints", "langgraph", "pausetoken[langgraph]"),
+        ("checkpoints", "pydantic-ai", "pausetoken[pydantic-ai]"),
+        ("checkpoints", "openai-agents", "pausetoken[openai-agents]"),
+        ("checkpoints", "mcp", "pausetoken[mcp]"),
+        ("checkpoints", "agui", "pausetoken[agui]"),
     ],
 )
 def test_a_known_but_missing_backend_names_the_pip_install(
     monkeypatch: pytest.MonkeyPatch, kind: registry.BackendKind, name: str, install: str
 ) -> None:
-    hide_distributions(monkeypatch, "pausetoken-sqlalchemy", "pausetoken-langgraph")
+    hide_distributions(
+        monkeypatch,
+        "pausetoken-sqlalchemy",
+        "pausetoken-langgraph",
+        "pausetoken-pydantic-ai",
+        "pausetoken-openai-agents",
+        "pausetoken-mcp",
+        "pausetoken-agui",
+    )
     with pytest.raises(BackendNotInstalled) as info:
         registry.load(kind, name)
     assert info.value.code == "backend_not_installed"

@@ -105,6 +105,14 @@ _KNOWN: Final[Mapping[BackendKind, Mapping[str, str]]] = {
     "signers": {},
     "checkpoints": {
         "langgraph": f"provided by pausetoken-langgraph: {install_hint('pausetoken[langgraph]')}",
+        "pydantic-ai": (
+            f"provided by pausetoken-pydantic-ai: {install_hint('pausetoken[pydantic-ai]')}"
+        ),
+        "openai-agents": (
+            f"provided by pausetoken-openai-agents: {install_hint('pausetoken[openai-agents]')}"
+        ),
+        "mcp": f"provided by pausetoken-mcp: {install_hint('pausetoken[mcp]')}",
+        "agui": f"provided by pausetoken-agui: {install_hint('pausetoken[agui]')}",
     },
 }
 
