@@ -49,6 +49,18 @@ R = TypeVar("R")
 _PAUSE_KEY_ENCODER: Final = json.JSONEncoder(ensure_ascii=False)
 
 
+def _redacted_repr(obj: object, names: tuple[str, ...], *, hidden: str) -> str:
+    """``Type(name=value, ...)`` over ``names``, showing ``hidden`` only as a fingerprint."""
+
+    def show(name: str) -> str:
+        value = getattr(obj, name)
+        if name == hidden:
+            return f"<{fingerprint(value)}>"
+        return value.isoformat() if isinstance(value, datetime) else repr(value)
+
+    return f"{type(obj).__name__}({', '.join(f'{name}={show(name)}' for name in names)})"
+
+
 def new_jti() -> str:
     """A fresh token id: 128 random bits, base64url (22 characters)."""
     return secrets.token_urlsafe(16)
@@ -163,11 +175,8 @@ class Claims:
         }
 
     def __repr__(self) -> str:
-        return (
-            f"Claims(name={self.name!r}, jti=<{fingerprint(self.jti)}>, "
-            f"thread_id={self.thread_id!r}, checkpoint_id={self.checkpoint_id!r}, "
-            f"interrupt_id={self.interrupt_id!r}, exp={self.exp})"
-        )
+        shown = ("name", "jti", "thread_id", "checkpoint_id", "interrupt_id", "exp")
+        return _redacted_repr(self, shown, hidden="jti")
 
 
 @attrs.frozen(repr=False)
@@ -190,11 +199,8 @@ class InterruptEvent(Generic[P]):
     checkpoint_id: str
 
     def __repr__(self) -> str:
-        return (
-            f"InterruptEvent(name={self.name!r}, token=<{fingerprint(self.token)}>, "
-            f"interrupt_id={self.interrupt_id!r}, thread_id={self.thread_id!r}, "
-            f"checkpoint_id={self.checkpoint_id!r}, expires_at={self.expires_at.isoformat()})"
-        )
+        shown = ("name", "token", "interrupt_id", "thread_id", "checkpoint_id", "expires_at")
+        return _redacted_repr(self, shown, hidden="token")
 
 
 @attrs.frozen(repr=False)

@@ -23,21 +23,13 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, cast, get_args, overload
 
+from pausetoken import exceptions as errors
 from pausetoken._install import install_hint
 from pausetoken._loader import BackendInfo, PluginLoader, is_target
 from pausetoken._reader_api import CHECKPOINTS_API_VERSION
 from pausetoken._signer_api import SIGNERS_API_VERSION
 from pausetoken._store_api import STORE_API_VERSION, TokenStore
 from pausetoken._urls import redact_url, store_family
-from pausetoken.exceptions import (
-    AmbiguousBackend,
-    BackendNotInstalled,
-    Code,
-    ConfigurationError,
-    PauseTokenError,
-    PluginError,
-    UnknownBackend,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -147,35 +139,35 @@ _NOUNS: Final[Mapping[BackendKind, str]] = {
 class _BackendLoader(PluginLoader[object]):
     """The backends of one kind: factories declaring an ``api_version`` this core drives."""
 
-    not_installed_code: ClassVar[Code] = BackendNotInstalled.BACKEND_NOT_INSTALLED
-    ambiguous_code: ClassVar[Code] = AmbiguousBackend.AMBIGUOUS_BACKEND
-    import_failed_code: ClassVar[Code] = PluginError.BACKEND_IMPORT_FAILED
+    not_installed_code: ClassVar[errors.Code] = errors.BackendNotInstalled.BACKEND_NOT_INSTALLED
+    ambiguous_code: ClassVar[errors.Code] = errors.AmbiguousBackend.AMBIGUOUS_BACKEND
+    import_failed_code: ClassVar[errors.Code] = errors.PluginError.BACKEND_IMPORT_FAILED
 
     def where(self, info: BackendInfo) -> str:
         """The backend, its target and the distribution it comes from (or "code")."""
         return f"the {self.noun} {info.name!r} ({info.target} from {info.distribution or 'code'})"
 
-    def explain(self, info: BackendInfo, exc: Exception) -> PauseTokenError | None:
+    def explain(self, info: BackendInfo, exc: Exception) -> errors.PauseTokenError | None:
         """A name of store API 1, a missing module, or the name an import did not find."""
         if not isinstance(exc, ImportError | AttributeError):
             return None
         moved = _moved_name(exc)
         if moved is not None:
             msg = f"{self.where(info)} was written for store API 1: {moved}; {_MIGRATION}"
-            return PluginError(msg, code=PluginError.BACKEND_API_VERSION)
+            return errors.PluginError(msg, code=errors.PluginError.BACKEND_API_VERSION)
         if isinstance(exc, ModuleNotFoundError):
             hint = self.known.get(info.name)
             missing = exc.name or "a module"
             if hint is not None:
                 msg = f"the {self.noun} {info.name!r} needs {missing!r}, {hint}"
-                return BackendNotInstalled(msg)
+                return errors.BackendNotInstalled(msg)
             msg = f"{self.where(info)} cannot be imported: the module {missing!r} is not installed"
-            return BackendNotInstalled(msg)
+            return errors.BackendNotInstalled(msg)
         name = _missing_name(exc)
         if name is None:
             return None
         msg = f"{self.where(info)} failed to import: cannot import {name[1]!r} from {name[0]!r}"
-        return ConfigurationError(msg, code=self.import_failed_code)
+        return errors.ConfigurationError(msg, code=self.import_failed_code)
 
     def check(self, info: BackendInfo, found: object) -> object:
         """``found`` if it declares a supported ``api_version`` and has its factory method."""
@@ -187,7 +179,7 @@ class _BackendLoader(PluginLoader[object]):
             if callable(getattr(found, method, None)):
                 return found
             msg = f"the {self.noun} {info.name!r} ({info.target}) has no {method}()"
-            raise PluginError(msg, code=PluginError.BACKEND_API_VERSION)
+            raise errors.PluginError(msg, code=errors.PluginError.BACKEND_API_VERSION)
         wanted = ", ".join(str(v) for v in sorted(supported))
         shown = "none" if version is None else repr(version)
         msg = (
@@ -200,7 +192,7 @@ class _BackendLoader(PluginLoader[object]):
                 "row's expiry and leaves live claims unrevoked: upgrade the store's distribution; "
                 f"its authors: {_MIGRATION})"
             )
-        raise PluginError(msg, code=PluginError.BACKEND_API_VERSION)
+        raise errors.PluginError(msg, code=errors.PluginError.BACKEND_API_VERSION)
 
 
 #: The loader of each kind, holding what this process discovered, imported and registered.
@@ -221,7 +213,7 @@ def reset_registry() -> None:
 def _check_kind(kind: str) -> BackendKind:
     if kind not in GROUPS:
         msg = f"backend kinds are {', '.join(get_args(BackendKind))} (got {kind!r})"
-        raise ConfigurationError(msg)
+        raise errors.ConfigurationError(msg)
     return kind  # type: ignore[return-value]
 
 
@@ -257,7 +249,7 @@ def _resolve(kind: BackendKind, name: str) -> BackendInfo:
         f"no {loader.noun} is named {name!r}; installed: "
         f"{', '.join(installed) if installed else 'none'}"
     )
-    raise UnknownBackend(msg)
+    raise errors.UnknownBackend(msg)
 
 
 @overload
@@ -414,11 +406,11 @@ def open_store(url: str, **options: Any) -> TokenStore:
     factory = cast("StoreFactory", info.load())
     try:
         store: object = factory.from_url(url, **options)
-    except PauseTokenError:
+    except errors.PauseTokenError:
         raise
     except Exception as exc:
         msg = f"the store {info.name!r} refused {shown}: {type(exc).__name__}"
-        raise ConfigurationError(msg) from exc
+        raise errors.ConfigurationError(msg) from exc
     if not isinstance(store, TokenStore):
         msg = f"the store {info.name!r} ({info.target}) did not return a TokenStore"
         missing = _missing_methods(store)
@@ -428,6 +420,6 @@ def open_store(url: str, **options: Any) -> TokenStore:
             msg += f": {type(store).__qualname__} has no {listed}"
             if set(missing) <= {"renew", "check"}:
                 msg += f", which store API 2 added (written for store API 1? {_MIGRATION})"
-        raise PluginError(msg, code=PluginError.BACKEND_API_VERSION)
+        raise errors.PluginError(msg, code=errors.PluginError.BACKEND_API_VERSION)
     logger.debug("opened store %r for %s", info.name, shown)
     return store

@@ -203,7 +203,36 @@ class _HeaderCache:
 # -- signed tokens -----------------------------------------------------------------------------
 
 
-class JoseSigner:
+class _RingSigner:
+    """What both signers share: a key ring, a size limit and a cache of parsed headers."""
+
+    #: The signer protocol version this class implements.
+    api_version: ClassVar[int] = SIGNERS_API_VERSION
+
+    __slots__ = ("_header_cache", "_keys", "_max_token_bytes")
+
+    def __init__(self, keys: KeyRing, max_token_bytes: int) -> None:
+        self._keys = keys
+        self._max_token_bytes = _check_size_option(max_token_bytes)
+        self._header_cache = _HeaderCache()
+
+    @classmethod
+    def from_keys(cls, keys: KeyRing, **options: Any) -> Self:
+        """Build the signer from a key ring and options (the plugin registry's entry)."""
+        return cls(keys, **options)
+
+    @property
+    def keys(self) -> KeyRing:
+        """The key ring this signer uses."""
+        return self._keys
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(keys={self._keys!r}, max_token_bytes={self._max_token_bytes})"
+        )
+
+
+class JoseSigner(_RingSigner):
     """Signed compact JWTs (JWS) with the header ``{"alg", "typ": "pause+jwt", "kid"}``.
 
     ``HS256`` by default (the ring decides); ``EdDSA`` (Ed25519) and ``ES256`` (P-256) let a
@@ -224,17 +253,7 @@ class JoseSigner:
             ``HS256``/``EdDSA``/``ES256``; ``max_token_bytes_invalid``.
     """
 
-    #: The signer protocol version this class implements.
-    api_version: ClassVar[int] = SIGNERS_API_VERSION
-
-    __slots__ = (
-        "_allowed",
-        "_header_cache",
-        "_hmac_secrets",
-        "_keys",
-        "_max_token_bytes",
-        "_signing",
-    )
+    __slots__ = ("_allowed", "_hmac_secrets", "_signing")
 
     def __init__(
         self,
@@ -260,25 +279,13 @@ class JoseSigner:
             if keys.active_algorithm not in allowed:
                 msg = "the signing key's algorithm is not in the allowed algorithms"
                 raise InvalidKeys(msg, code=InvalidKeys.ALG_NOT_ALLOWED)
-        self._keys = keys
+        super().__init__(keys, max_token_bytes)
         self._allowed = allowed
-        self._max_token_bytes = _check_size_option(max_token_bytes)
-        self._header_cache = _HeaderCache()
         self._hmac_secrets = _hmac_secrets(keys, allowed)
         self._signing: tuple[str, JoseKey, JWSAlgModel] | None = None
         if keys.can_sign:
             kid, key, alg = keys.signing_key()
             self._signing = (_jws_header_segment(alg, kid), key, _JWS_ALGORITHMS[alg])
-
-    @classmethod
-    def from_keys(cls, keys: KeyRing, **options: Any) -> Self:
-        """Build the signer from a key ring and options (the plugin registry's entry)."""
-        return cls(keys, **options)
-
-    @property
-    def keys(self) -> KeyRing:
-        """The key ring this signer uses."""
-        return self._keys
 
     def sign(self, claims: Mapping[str, Any]) -> str:
         """Sign ``claims`` with the ring's active key.
@@ -379,9 +386,6 @@ class JoseSigner:
             _fail(InvalidToken.TOKEN_SIGNATURE_INVALID, "the token's signature is not valid")
         return parse_payload(b64decode_segment(payload_segment))
 
-    def __repr__(self) -> str:
-        return f"JoseSigner(keys={self._keys!r}, max_token_bytes={self._max_token_bytes})"
-
 
 # -- sealed tokens -----------------------------------------------------------------------------
 
@@ -393,7 +397,7 @@ def _symmetric(key: JoseKey) -> bytes:
     return key.raw_value
 
 
-class SealedSigner:
+class SealedSigner(_RingSigner):
     """Sealed compact tokens (JWE ``dir`` + ``A256GCM``): the claims are encrypted.
 
     The header is ``{"alg": "dir", "enc": "A256GCM", "typ": "pause+jwt", "kid"}``;
@@ -416,10 +420,7 @@ class SealedSigner:
             ``max_token_bytes_invalid``.
     """
 
-    #: The signer protocol version this class implements.
-    api_version: ClassVar[int] = SIGNERS_API_VERSION
-
-    __slots__ = ("_header_cache", "_keys", "_max_token_bytes", "_sealing")
+    __slots__ = ("_sealing",)
 
     def __init__(self, keys: KeyRing, *, max_token_bytes: int = DEFAULT_MAX_TOKEN_BYTES) -> None:
         """Create a sealer over ``keys``; see the class docs."""
@@ -429,23 +430,11 @@ class SealedSigner:
         if keys.algorithms != {"dir"}:
             msg = "SealedSigner needs a ring of 'dir' keys (KeyRing.generate('dir'))"
             raise InvalidKeys(msg, code=InvalidKeys.ALG_NOT_ALLOWED)
-        self._keys = keys
-        self._max_token_bytes = _check_size_option(max_token_bytes)
-        self._header_cache = _HeaderCache()
+        super().__init__(keys, max_token_bytes)
         kid, key, _alg = keys.signing_key()
         header = {"alg": "dir", "enc": "A256GCM", "typ": TOKEN_TYPE, "kid": kid}
         segment = b64url_encode(json.dumps(header, separators=(",", ":")).encode("ascii"))
         self._sealing: tuple[str, bytes] = (segment, _symmetric(key))
-
-    @classmethod
-    def from_keys(cls, keys: KeyRing, **options: Any) -> Self:
-        """Build the signer from a key ring and options (the plugin registry's entry)."""
-        return cls(keys, **options)
-
-    @property
-    def keys(self) -> KeyRing:
-        """The key ring this signer uses."""
-        return self._keys
 
     def sign(self, claims: Mapping[str, Any]) -> str:
         """Encrypt ``claims`` under the ring's active key.
@@ -502,6 +491,3 @@ class SealedSigner:
             msg = "the token could not be decrypted"
             raise InvalidToken(msg, code=InvalidToken.TOKEN_SIGNATURE_INVALID) from exc
         return parse_payload(plaintext)
-
-    def __repr__(self) -> str:
-        return f"SealedSigner(keys={self._keys!r}, max_token_bytes={self._max_token_bytes})"

@@ -249,16 +249,7 @@ def structure_payload(value: Any, kind: Any, *, converter: cattrs.Converter, nam
 
 
 def structure_response(value: Any, kind: Any, *, converter: cattrs.Converter, name: str) -> Any:
-    """Structure an answer into its interrupt's response type.
-
-    Args:
-        value: An instance of ``kind`` or data that structures into it.
-        kind: The registered response type.
-        converter: The interrupt's converter.
-        name: The interrupt's name, for the message.
-
-    Returns:
-        The answer as an instance of ``kind``.
+    """Structure an answer into its interrupt's response type, as `structure_payload` does.
 
     Raises:
         InvalidResponse: the value does not fit; ``field`` is the path of the offending

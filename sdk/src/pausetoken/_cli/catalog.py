@@ -13,18 +13,11 @@ from typing import TYPE_CHECKING, ClassVar, Final, TypeGuard
 
 import attrs
 
+from pausetoken import exceptions as errors
 from pausetoken._cli import backends, bench, keygen, store, tokens
 from pausetoken._cli.command import GROUP, Command
 from pausetoken._install import install_hint
 from pausetoken._loader import BackendInfo, PluginLoader
-from pausetoken.exceptions import (
-    AmbiguousBackend,
-    BackendNotInstalled,
-    Code,
-    ConfigurationError,
-    PauseTokenError,
-    PluginError,
-)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -69,23 +62,23 @@ _BUILT_IN: Final = "pausetoken (built in)"
 class _CommandLoader(PluginLoader[Command]):
     """The ``pausetoken.commands`` entry points: objects following `Command`."""
 
-    not_installed_code: ClassVar[Code] = BackendNotInstalled.COMMAND_NOT_INSTALLED
-    ambiguous_code: ClassVar[Code] = AmbiguousBackend.AMBIGUOUS_COMMAND
-    import_failed_code: ClassVar[Code] = PluginError.COMMAND_IMPORT_FAILED
+    not_installed_code: ClassVar[errors.Code] = errors.BackendNotInstalled.COMMAND_NOT_INSTALLED
+    ambiguous_code: ClassVar[errors.Code] = errors.AmbiguousBackend.AMBIGUOUS_COMMAND
+    import_failed_code: ClassVar[errors.Code] = errors.PluginError.COMMAND_IMPORT_FAILED
 
-    def explain(self, info: BackendInfo, exc: Exception) -> PauseTokenError | None:
+    def explain(self, info: BackendInfo, exc: Exception) -> errors.PauseTokenError | None:
         """An import error names the module it misses."""
         if not isinstance(exc, ImportError):
             return None
         missing = getattr(exc, "name", None) or "a module"
         msg = f"{self.where(info)} cannot be imported: {type(exc).__name__} for {missing!r}"
-        return ConfigurationError(msg, code=self.import_failed_code)
+        return errors.ConfigurationError(msg, code=self.import_failed_code)
 
     def check(self, info: BackendInfo, found: object) -> Command:
         """``found`` if it has a help line, ``arguments`` and ``run``."""
         if not _is_command(found):
             msg = f"{self.where(info)} is not a command: it needs help, arguments and run"
-            raise PluginError(msg, code=PluginError.COMMAND_INVALID)
+            raise errors.PluginError(msg, code=errors.PluginError.COMMAND_INVALID)
         return found
 
 

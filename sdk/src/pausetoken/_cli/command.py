@@ -16,15 +16,7 @@ import attrs
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = [
-    "EXIT_OK",
-    "EXIT_REFUSED",
-    "EXIT_USAGE",
-    "GROUP",
-    "Command",
-    "FunctionCommand",
-    "debug_parent",
-]
+# The public names are pausetoken.cli's, which lists them in its __all__.
 
 #: The entry-point group distributions add commands to.
 GROUP: Final = "pausetoken.commands"
