@@ -82,6 +82,7 @@ def commands() -> list[list[str]]:
             ["benchmarks/langgraph_resume.py", "--checkpointer", plain, "--store", postgresql]
         )
     runs.append(["benchmarks/stores.py"])
+    runs.append(["benchmarks/consume.py"])
     return runs
 
 
