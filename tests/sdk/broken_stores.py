@@ -3,7 +3,8 @@
 ``test_testing_kit.py`` runs the conformance kit against every one and asserts that the
 kit fails it, in the tests named in its table. Each bug is one that a real backend can
 have (most were seen in review): a claim that reads and then writes, a commit or release
-that does not check the holder, a takeover that keeps part of the old row, times that lose
+that does not check the holder, a takeover that keeps part of the old row, a one-call
+consume that reads then writes, redeems over a live claim or is not idempotent, times that lose
 their microseconds, expiries that go down, an engine TTL that ends a millisecond early, a
 ``check()`` that never looks. `ReadThenWriteFileClaim` is shared between processes (a
 SQLite file): only the multi-process race can catch it.
@@ -314,6 +315,45 @@ class CheckAlwaysSucceeds(MemoryStore):
         return None
 
 
+class ReadThenWriteConsume(MemoryStore):
+    """Consume reads the row, makes a round trip, then writes: concurrent consumes all win."""
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        row = await self.status(request.pause_key)
+        await asyncio.sleep(0)  # the round trip between the SELECT and the INSERT
+        if row is None or _lapsed(row, request.now):
+            with self._lock:
+                self._rows[request.pause_key] = attrs.evolve(
+                    _claimed(request, row), state=PauseState.REDEEMED
+                )
+            return ClaimResult(ClaimOutcome.CLAIMED)
+        return await super().consume(request)
+
+
+class ConsumeOverLiveLease(MemoryStore):
+    """Consume redeems a pause whose claim is still live (its holder's body may be running)."""
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        with self._lock:
+            row = self._rows.get(request.pause_key)
+            if row is not None and row.state is PauseState.CLAIMED:
+                self._rows[request.pause_key] = attrs.evolve(
+                    _claimed(request, row), state=PauseState.REDEEMED
+                )
+                return ClaimResult(ClaimOutcome.CLAIMED)
+        return await super().consume(request)
+
+
+class ConsumeNotIdempotent(MemoryStore):
+    """A consume retried by the lease that landed it is answered as somebody else's replay."""
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        row = await self.status(request.pause_key)
+        if row is not None and row.state is PauseState.REDEEMED:
+            return await self.claim(request)
+        return await super().consume(request)
+
+
 #: Every broken store, by name.
 BROKEN: dict[str, type[MemoryStore]] = {
     cls.__name__: cls
@@ -335,6 +375,9 @@ BROKEN: dict[str, type[MemoryStore]] = {
         RenewLowersTheLease,
         TTLRoundedDownToMilliseconds,
         CheckAlwaysSucceeds,
+        ReadThenWriteConsume,
+        ConsumeOverLiveLease,
+        ConsumeNotIdempotent,
     )
 }
 

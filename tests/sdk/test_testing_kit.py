@@ -114,6 +114,19 @@ CAUGHT_BY: dict[str, set[str]] = {
     "TTLRoundedDownToMilliseconds": {"test_a_row_the_engine_expires_is_kept_until_its_expiry"},
     "CheckAlwaysSucceeds": {"test_check_of_a_closed_store_raises_store_unavailable"},
     "ReadThenWriteFileClaim": {"test_processes_racing_for_the_same_pauses_get_one_winner_each"},
+    "ReadThenWriteConsume": {
+        "test_concurrent_consumes_and_claims_of_one_pause_have_exactly_one_winner",
+        "test_concurrent_consumes_of_an_ended_lease_have_exactly_one_winner",
+        "test_store_follows_the_state_machine_model",
+    },
+    "ConsumeOverLiveLease": {
+        "test_consume_during_a_live_lease_is_in_progress_and_changes_nothing",
+        "test_store_follows_the_state_machine_model",
+    },
+    "ConsumeNotIdempotent": {
+        "test_consume_retried_by_the_same_lease_is_confirmed",
+        "test_store_follows_the_state_machine_model",
+    },
 }
 
 _KIT_MODULE = """

@@ -35,6 +35,8 @@ __all__ = ["MemoryStore", "MemoryStoreWarning"]
 logger = logging.getLogger("pausetoken.memory_store")
 
 _URLS: Final = frozenset({"memory:", "memory://"})
+#: Results are frozen: the common one is made once, not per claim.
+_CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
 
 
 class MemoryStoreWarning(UserWarning):
@@ -155,6 +157,22 @@ class MemoryStore:
         Raises:
             StoreUnavailable: if the store was closed.
         """
+        return self._take(request, PauseState.CLAIMED)
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        """Claim and commit at once (see [`SupportsConsume`][pausetoken.plugins.SupportsConsume]).
+
+        Returns:
+            As `claim()`, but ``CLAIMED`` means the pause is now redeemed by
+            ``request.lease_id`` (also when that lease had already redeemed it).
+
+        Raises:
+            StoreUnavailable: if the store was closed.
+        """
+        return self._take(request, PauseState.REDEEMED)
+
+    def _take(self, request: ClaimRequest, state: PauseState) -> ClaimResult:
+        """Claim (``state`` ``CLAIMED``) or consume (``REDEEMED``) ``request.pause_key``."""
         key = request.pause_key
         with self._lock:
             row = self._row(key)
@@ -169,7 +187,7 @@ class MemoryStore:
                     )
                 self._rows[key] = PauseRecord(
                     pause_key=key,
-                    state=PauseState.CLAIMED,
+                    state=state,
                     scope_hash=request.scope_hash,
                     name=request.name,
                     expires_at=_later(row, request.expires_at),
@@ -177,11 +195,13 @@ class MemoryStore:
                     lease_id=request.lease_id,
                     lease_until=request.lease_until,
                 )
-                return ClaimResult(ClaimOutcome.CLAIMED)
+                return _CLAIMED
             self._raise_expiry(row, request.expires_at)
             if row.state is PauseState.CLAIMED:
                 return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
             if row.state is PauseState.REDEEMED:
+                if state is PauseState.REDEEMED and _same_lease(row, request.lease_id):
+                    return _CLAIMED
                 same = hmac.compare_digest(
                     (row.response_hash or "").encode(), request.response_hash.encode()
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import secrets
 from contextlib import asynccontextmanager
@@ -15,7 +16,13 @@ from pausetoken._claims import Claims, Redemption, Scope, hash_scope
 from pausetoken._hashing import hash_payload
 from pausetoken._lease import Lease
 from pausetoken._service_api import namespace_of, row_expiry, skewed, store_call, utc
-from pausetoken._store_api import ClaimOutcome, ClaimRequest, PauseRecord, PauseState
+from pausetoken._store_api import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    PauseRecord,
+    PauseState,
+)
 from pausetoken._verify import verify_token
 from pausetoken.exceptions import (
     AlreadyRedeemed,
@@ -77,6 +84,14 @@ class _Checked:
     stale: StaleToken | CheckpointNotFound | None = None
 
 
+@attrs.frozen
+class _Prepared:
+    """A checked attempt and the claim request made for it."""
+
+    checked: _Checked
+    request: ClaimRequest
+
+
 @attrs.define
 class _Claimed:
     """A claim this worker holds on a pause, its lease renewed until commit or release."""
@@ -132,7 +147,50 @@ class Redeemer:
         self._report.committed(checked.claims)
 
     async def consume(self, attempt: Attempt) -> Redemption[Any, Any]:
-        """Claim and commit at once (`redeem()` with an empty body)."""
+        """Claim and commit at once (`redeem()` with an empty body).
+
+        In one store call when the store offers ``consume`` (`SupportsConsume`), else in two.
+        """
+        store = self._service.store
+        if not _consumes_at_once(type(store)):
+            return await self._consume_in_two_steps(attempt)
+        at_once = store.consume  # type: ignore[attr-defined]
+        prepared = await self._prepare(attempt)
+        if not isinstance(prepared, _Prepared):
+            return prepared
+        checked, request = prepared.checked, prepared.request
+        claims = checked.claims
+        try:
+            result: ClaimResult = await store_call(at_once(request))
+        except StoreUnavailable as exc:
+            if exc.code == StoreUnavailable.STORE_TABLE_MISSING:
+                raise  # the server refused the statement: nothing was written
+            # The store may have written the answer before the connection failed.
+            unconfirmed = StoreUnavailable(code=StoreUnavailable.CONSUME_UNCONFIRMED)
+            self._report.consume_unconfirmed(claims, unconfirmed, exc)
+            raise unconfirmed from exc
+        if result.outcome is not ClaimOutcome.CLAIMED:
+            self._refuse(checked, result.outcome, result.lease_until)
+            return _redemption(checked, replayed=True)
+        self._report.claimed(claims, at=checked.now)
+        self._report.committed(claims)
+        # The lease the redemption names, as after a two-step consume: never renewed.
+        return _redemption(checked, replayed=False, lease=self._lease(request, claims))
+
+    def _lease(self, request: ClaimRequest, claims: Claims) -> Lease:
+        """The lease ``request`` takes, not yet renewed."""
+        service = self._service
+        return Lease(
+            store=service.store,
+            pause_key=request.pause_key,
+            lease_id=request.lease_id,
+            until=request.lease_until,
+            length=service.lease,
+            clock=service.clock,
+            on_renewal=self._report.renewals(claims),
+        )
+
+    async def _consume_in_two_steps(self, attempt: Attempt) -> Redemption[Any, Any]:
         # redeem() with an empty body, without the context manager: there is no body that
         # could raise between the claim and the commit, so nothing is ever released here.
         # Nor is the lease renewed unless the commit has to be retried: nothing acts on the
@@ -150,6 +208,28 @@ class Redeemer:
         self._report.committed(checked.claims)
         return done
 
+    async def _prepare(self, attempt: Attempt) -> _Prepared | Redemption[Any, Any]:
+        """Check, then make the claim request: or the replay's answer for a stale token."""
+        expect = attempt.expect
+        expected = None if expect is None else self._interrupts.find(expect)
+        checked = await self._check(attempt, expected)
+        claims = checked.claims
+        if checked.stale is not None:
+            return await self._replay_or_raise(checked, checked.stale)
+        service = self._service
+        policy, now = service.policy, checked.now
+        request = ClaimRequest(
+            pause_key=claims.pause_key,
+            scope_hash=claims.scope_hash,
+            name=claims.name,
+            response_hash=checked.response_hash,
+            expires_at=row_expiry(policy, now),
+            lease_id=secrets.token_urlsafe(16),
+            lease_until=utc(now) + service.lease,
+            now=skewed(policy, now),
+        )
+        return _Prepared(checked, request)
+
     async def _claim(
         self, attempt: Attempt, *, renew: bool = True
     ) -> _Claimed | Redemption[Any, Any]:
@@ -158,48 +238,22 @@ class Redeemer:
         With ``renew``, the lease is renewed from now on; without it, from the first failed
         commit on (`_commit`).
         """
-        expect = attempt.expect
-        expected = None if expect is None else self._interrupts.find(expect)
-        checked = await self._check(attempt, expected)
+        prepared = await self._prepare(attempt)
+        if not isinstance(prepared, _Prepared):
+            return prepared
+        checked, request = prepared.checked, prepared.request
         claims = checked.claims
-        if checked.stale is not None:
-            return await self._replay_or_raise(checked, checked.stale)
         service = self._service
-        store, policy = service.store, service.policy
-        key = claims.pause_key
-        lease_id = secrets.token_urlsafe(16)
-        now = checked.now
-        lease_until = utc(now) + service.lease
-        result = await store_call(
-            store.claim(
-                ClaimRequest(
-                    pause_key=key,
-                    scope_hash=claims.scope_hash,
-                    name=claims.name,
-                    response_hash=checked.response_hash,
-                    expires_at=row_expiry(policy, now),
-                    lease_id=lease_id,
-                    lease_until=lease_until,
-                    now=skewed(policy, now),
-                )
-            )
-        )
+        store = service.store
+        result = await store_call(store.claim(request))
         if result.outcome is not ClaimOutcome.CLAIMED:
             self._refuse(checked, result.outcome, result.lease_until)
             return _redemption(checked, replayed=True)
-        self._report.claimed(claims, at=now)
-        lease = Lease(
-            store=store,
-            pause_key=key,
-            lease_id=lease_id,
-            until=lease_until,
-            length=service.lease,
-            clock=service.clock,
-            on_renewal=self._report.renewals(claims),
-        )
+        self._report.claimed(claims, at=checked.now)
+        lease = self._lease(request, claims)
         if renew:
             lease.keep()
-        return _Claimed(checked, key, lease_id, lease)
+        return _Claimed(checked, request.pause_key, request.lease_id, lease)
 
     async def _commit(self, checked: _Checked, key: str, lease_id: str, lease: Lease) -> None:
         """Commit until the store confirms it, while the lease (renewed meanwhile) holds.
@@ -341,6 +395,27 @@ class Redeemer:
             self._report.release_failed(checked.claims, exc)
             return
         self._report.released(checked.claims, key, held=released)
+
+
+@functools.cache
+def _consumes_at_once(kind: type) -> bool:
+    """Whether stores of ``kind`` consume in one call: `SupportsConsume`, not inherited.
+
+    A ``consume`` inherited from above a class that overrides ``claim`` or ``commit`` would
+    skip the override (a subclass of `MemoryStore` that counts or refuses claims): such a
+    store is claimed and committed in two calls, through its own methods.
+    """
+    consume = _owner(kind, "consume")
+    return consume is not None and all(
+        issubclass(consume, owner)
+        for owner in (_owner(kind, "claim"), _owner(kind, "commit"))
+        if owner
+    )
+
+
+def _owner(kind: type, name: str) -> type | None:
+    """The class in ``kind``'s MRO that defines ``name``."""
+    return next((base for base in kind.__mro__ if name in vars(base)), None)
 
 
 def _redemption(

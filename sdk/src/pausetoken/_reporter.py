@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 
     from pausetoken._claims import Claims
     from pausetoken._events import Observer
-    from pausetoken.exceptions import CommitUnconfirmed, LeaseLost, PauseTokenError
+    from pausetoken.exceptions import (
+        CommitUnconfirmed,
+        LeaseLost,
+        PauseTokenError,
+        StoreUnavailable,
+    )
 
 __all__ = ["Reporter"]
 
@@ -107,6 +112,24 @@ class Reporter:
         """No commit reached the store before the lease ended (the last failure: ``cause``)."""
         logger.error(
             "commit unconfirmed: the run may have resumed",
+            exc_info=cause,
+            extra=_log_fields(claims),
+        )
+        if self.observing:
+            self._emit(
+                EventKind.COMMIT_UNCONFIRMED,
+                claims,
+                outcome="unconfirmed",
+                at=self._clock(),
+                code=unconfirmed.code,
+            )
+
+    def consume_unconfirmed(
+        self, claims: Claims, unconfirmed: StoreUnavailable, cause: BaseException
+    ) -> None:
+        """A one-call consume failed: the store may have recorded the answer."""
+        logger.warning(
+            "consume unconfirmed: the store may have recorded the answer",
             exc_info=cause,
             extra=_log_fields(claims),
         )

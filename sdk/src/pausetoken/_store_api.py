@@ -34,6 +34,7 @@ __all__ = [
     "ClaimResult",
     "PauseRecord",
     "PauseState",
+    "SupportsConsume",
     "TokenStore",
 ]
 
@@ -220,4 +221,36 @@ class TokenStore(Protocol):
 
     async def aclose(self) -> None:
         """Release what the store opened (never what it was handed)."""
+        ...
+
+
+@runtime_checkable
+class SupportsConsume(Protocol):
+    """An optional store capability: claim and commit in one atomic operation.
+
+    [`PauseTokens.consume()`][pausetoken.PauseTokens.consume] runs no body between its claim
+    and its commit, so a store that offers ``consume`` lets it redeem in one round trip; a
+    store without it is claimed and committed in two, with the same outcomes.
+
+    ``consume(request)`` is atomic per pause key together with every other method (among
+    concurrent ``claim`` and ``consume`` calls on one key, exactly one gets
+    ``ClaimOutcome.CLAIMED``) and does exactly what ``claim(request)`` followed at once by
+    ``commit(request.pause_key, request.lease_id, request.expires_at)`` would:
+
+    * no row, or a ``CLAIMED`` row whose lease ended (``lease_until <= now``): write
+      ``REDEEMED`` with the request's ``scope_hash``, ``name``, ``response_hash``,
+      ``lease_id`` and ``lease_until``, answer ``CLAIMED`` (the caller redeemed the pause);
+    * a ``REDEEMED`` row whose ``lease_id`` is the request's: answer ``CLAIMED`` again (a
+      retried consume whose first attempt landed is confirmed, as a retried commit is);
+    * a live lease: ``IN_PROGRESS`` with its ``lease_until``; another ``REDEEMED`` row:
+      ``REDEEMED_SAME`` or ``REDEEMED_OTHER`` by response hash; ``REVOKED``: ``REVOKED``;
+      these leave every field but the expiry as it was;
+    * in every case the row's expiry becomes the later of its own and the request's.
+
+    The conformance kit checks all of it, and races ``consume`` against ``claim``, when the
+    store has the method.
+    """
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        """Claim and commit ``request.pause_key`` at once; see the class docs."""
         ...

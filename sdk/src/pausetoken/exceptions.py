@@ -950,9 +950,22 @@ class CommitUnconfirmed(PauseTokenError):
 
 
 class StoreUnavailable(PauseTokenError):
-    """The consumption store cannot be reached; pausetoken fails closed."""
+    """The consumption store cannot be reached; pausetoken fails closed.
+
+    With a store that consumes in one call (``consume_unconfirmed``) the answer may have
+    been recorded by the failed call: see that code's action.
+    """
 
     STORE_UNAVAILABLE = Code("The store cannot be reached; nothing is redeemed (fail closed).")
+    CONSUME_UNCONFIRMED = Code(
+        "consume() claims and commits in one store call, and that call failed: the store may "
+        "have recorded the answer before its connection broke. Nothing was acted on.",
+        action=(
+            "Answer 503. Call status() once the store is back: REDEEMED means the answer was "
+            "recorded (a retry then comes back replayed), so treat its action as due; ACTIVE "
+            "means nothing was recorded and the answer may be sent again."
+        ),
+    )
     STORE_TABLE_MISSING = Code(
         "The store's table was dropped while serving.",
         action=(

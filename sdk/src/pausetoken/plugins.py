@@ -34,6 +34,7 @@ from pausetoken._store_api import (
     ClaimResult,
     PauseRecord,
     PauseState,
+    SupportsConsume,
     TokenStore,
 )
 from pausetoken._structure import make_converter
@@ -61,6 +62,7 @@ __all__ = [
     "Signer",
     "SignerFactory",
     "StoreFactory",
+    "SupportsConsume",
     "TokenStore",
     "canonical_json",
     "fingerprint",

@@ -135,6 +135,13 @@ def expected_claim(row: PauseRecord | None, request: ClaimRequest) -> ClaimResul
     return ClaimResult(ClaimOutcome.REVOKED)
 
 
+def expected_consume(row: PauseRecord | None, request: ClaimRequest) -> ClaimResult:
+    """What the protocol says ``consume(request)`` answers when the row is ``row``."""
+    if row is not None and row.state is PauseState.REDEEMED and row.lease_id == request.lease_id:
+        return ClaimResult(ClaimOutcome.CLAIMED)
+    return expected_claim(row, request)
+
+
 def _lapsed(row: PauseRecord, now: datetime) -> bool:
     return (
         row.state is PauseState.CLAIMED and row.lease_until is not None and row.lease_until <= now
@@ -166,6 +173,8 @@ class TokenStoreMachine(RuleBasedStateMachine):
     racers: ClassVar[Sequence[TokenStore]]
     run: ClassVar[Callable[[Coroutine[Any, Any, Any]], Any]]
     supports_purge: ClassVar[bool] = True
+    #: Whether the store claims and commits in one call (``consume``, `SupportsConsume`).
+    consumes: ClassVar[bool] = False
     visits: ClassVar[collections.Counter[str]]
 
     @classmethod
@@ -196,6 +205,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
                 "racers": tuple(racers) or (store,),
                 "run": staticmethod(run),
                 "supports_purge": supports_purge,
+                "consumes": callable(getattr(store, "consume", None)),
                 "visits": collections.Counter(),
             },
         )
@@ -336,6 +346,44 @@ class TokenStoreMachine(RuleBasedStateMachine):
         else:
             self._raise_expiry(key, request.expires_at)
             self._visit(f"claim {expected.outcome.value}")
+
+    @precondition(lambda self: self.consumes)
+    @rule(slot=st.integers(0, _SLOTS - 1), **_CLAIM_DRAWS)
+    def consume(
+        self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
+    ) -> None:
+        """Claim and commit a pause in one call (stores with ``consume``)."""
+        self._consume(slot, answer, scope, lease, shift)
+
+    @precondition(lambda self: self.consumes and self._held())
+    @rule(pick=st.integers(0, _SLOTS - 1), **_CLAIM_DRAWS)
+    def consume_after_lease_ends(
+        self, pick: int, answer: int, scope: int, lease: timedelta, shift: timedelta
+    ) -> None:
+        """Let a claim's lease end (exactly now), then consume it: a takeover that commits."""
+        key = self._end_lease(pick)
+        self._consume(self.keys.index(key), answer, scope, lease, shift)
+
+    def _consume(
+        self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
+    ) -> None:
+        request = self._request(slot, answer, scope, lease, shift)
+        key = request.pause_key
+        consume = self.store.consume  # type: ignore[attr-defined]
+        result = self._call(consume(request))
+        row = self.model.get(key)
+        expected = expected_consume(row, request)
+        assert result == expected, (result, expected)
+        if expected.outcome is ClaimOutcome.CLAIMED:
+            expires = request.expires_at if row is None else max(row.expires_at, request.expires_at)
+            self.model[key] = attrs.evolve(_claimed(request, expires), state=PauseState.REDEEMED)
+            self._visit("consumed" if row is None else "consumed a lapsed claim")
+        else:
+            self._raise_expiry(key, request.expires_at)
+            self._visit(f"consume {expected.outcome.value}")
+        # Whatever it answered, a retry by the same lease agrees with the row it left.
+        retried = self._call(consume(request))
+        assert retried == expected_consume(self.model.get(key), request), retried
 
     @rule(
         slot=st.integers(0, _SLOTS - 1),
@@ -573,5 +621,13 @@ def _tour(machine: type[TokenStoreMachine]) -> None:
         walk.revoke_after_lease_ends(0, 1, timedelta(microseconds=-1))
         walk.revoke(3, 0, timedelta(0))
         walk.status_matches_the_model()
+        if machine.consumes:
+            # Consumed in one call: a fresh pause, a claimed one, a lapsed one, a revoked one.
+            walk.consume(2, 0, 0, timedelta(seconds=5), timedelta(0))
+            walk.claim(1, 1, 1, timedelta(seconds=5), timedelta(0))
+            walk.consume(1, 0, 0, timedelta(seconds=5), timedelta(0))
+            walk.consume_after_lease_ends(0, 1, 1, timedelta(seconds=5), timedelta(0))
+            walk.consume(3, 0, 0, timedelta(seconds=5), timedelta(0))
+            walk.status_matches_the_model()
     finally:
         walk.teardown()

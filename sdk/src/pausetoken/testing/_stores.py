@@ -76,6 +76,11 @@ def claimed_record(request: ClaimRequest, *, expires_at: datetime | None = None)
     )
 
 
+def redeemed_record(request: ClaimRequest, *, expires_at: datetime | None = None) -> PauseRecord:
+    """The record a winning ``request`` leaves once committed (or consumed in one call)."""
+    return attrs.evolve(claimed_record(request, expires_at=expires_at), state=PauseState.REDEEMED)
+
+
 @pytest.mark.asyncio
 class StoreConformance:
     """What every [`TokenStore`][pausetoken.TokenStore] must do, as a pytest mixin.
@@ -542,6 +547,178 @@ class StoreConformance:
         assert result == ClaimResult(ClaimOutcome.REDEEMED_OTHER)
         await self.assert_status(store, record)
 
+    # -- consume (optional: SupportsConsume) ------------------------------------------------
+
+    @staticmethod
+    def consumer(store: TokenStore) -> Callable[[ClaimRequest], Awaitable[ClaimResult]]:
+        """The store's one-call ``consume``; skips the test for a store without one."""
+        consume: Callable[[ClaimRequest], Awaitable[ClaimResult]] | None = getattr(
+            store, "consume", None
+        )
+        if consume is None:
+            pytest.skip("the store has no consume() (the optional SupportsConsume)")
+        return consume
+
+    async def test_consume_of_an_unknown_pause_leaves_what_claim_and_commit_leave(
+        self, store: TokenStore
+    ) -> None:
+        consume = self.consumer(store)
+        now, key, twin = _now(), new_jti(), new_jti()
+        request = self.request(key, now=now, lease_id="lease-a")
+        assert await consume(request) == ClaimResult(ClaimOutcome.CLAIMED)
+        in_two_steps = await self._redeemed(store, attrs.evolve(request, pause_key=twin))
+        await self.assert_status(store, attrs.evolve(in_two_steps, pause_key=key))
+
+    async def test_consume_retried_by_the_same_lease_is_confirmed(self, store: TokenStore) -> None:
+        consume = self.consumer(store)
+        now, key = _now(), new_jti()
+        request = self.request(key, now=now, lease_id="lease-a")
+        await consume(request)
+        record = redeemed_record(request)
+        earlier = attrs.evolve(request, expires_at=request.expires_at - TICK)
+        assert await consume(earlier) == ClaimResult(ClaimOutcome.CLAIMED)
+        await self.assert_status(store, record)
+        later = attrs.evolve(request, expires_at=request.expires_at + TICK)
+        assert await consume(later) == ClaimResult(ClaimOutcome.CLAIMED)
+        await self.assert_status(store, attrs.evolve(record, expires_at=later.expires_at))
+        # As after a commit: the lease confirms again, and holds nothing to renew or release.
+        assert await store.commit(key, "lease-a", now + TTL) is True
+        assert await store.renew(key, "lease-a", now + timedelta(hours=2)) is False
+        assert await store.release(key, "lease-a") is False
+        await self.assert_status(store, attrs.evolve(record, expires_at=later.expires_at))
+
+    async def test_consume_during_a_live_lease_is_in_progress_and_changes_nothing(
+        self, store: TokenStore
+    ) -> None:
+        consume = self.consumer(store)
+        now, key = _now(), new_jti()
+        first = self.request(key, now=now, lease_id="lease-a")
+        record = await self._claimed(store, first)
+        later = self.request(
+            key,
+            now=first.lease_until - TICK,
+            response_hash=OTHER_ANSWER,
+            scope_hash=OTHER_SCOPE_HASH,
+            name=OTHER_NAME,
+            expires_at=first.expires_at - TICK,
+        )
+        result = await consume(later)
+        assert result == ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=first.lease_until)
+        await self.assert_status(store, record)
+        raised = attrs.evolve(later, expires_at=first.expires_at + TICK)
+        assert (await consume(raised)).outcome is ClaimOutcome.IN_PROGRESS
+        await self.assert_status(store, attrs.evolve(record, expires_at=raised.expires_at))
+        assert await store.commit(key, "lease-a", now + TTL) is True  # the holder still holds
+
+    async def test_consume_takes_over_an_ended_lease_and_the_old_holder_loses_it(
+        self, store: TokenStore
+    ) -> None:
+        consume = self.consumer(store)
+        now, key = _now(), new_jti()
+        dead = self.request(key, now=now, lease_id="lease-a")
+        await self._claimed(store, dead)
+        takeover = self.request(
+            key,
+            now=dead.lease_until,
+            lease_id="lease-b",
+            response_hash=OTHER_ANSWER,
+            scope_hash=OTHER_SCOPE_HASH,
+            name=OTHER_NAME,
+            expires_at=dead.expires_at - TICK,
+        )
+        assert await consume(takeover) == ClaimResult(ClaimOutcome.CLAIMED)
+        record = redeemed_record(takeover, expires_at=dead.expires_at)
+        await self.assert_status(store, record)
+        assert await store.renew(key, "lease-a", now + timedelta(hours=2)) is False
+        assert await store.commit(key, "lease-a", now + TTL) is False
+        assert await store.release(key, "lease-a") is False
+        await self.assert_status(store, record)
+
+    async def test_consume_of_a_redeemed_pause_is_a_retry_or_a_conflict(
+        self, store: TokenStore
+    ) -> None:
+        consume = self.consumer(store)
+        now, key, consumed = _now(), new_jti(), new_jti()
+        record = await self._redeemed(store, self.request(key, now=now, lease_id="lease-a"))
+        same = await consume(self.request(key, now=now, expires_at=record.expires_at - TICK))
+        assert same == ClaimResult(ClaimOutcome.REDEEMED_SAME)
+        other = self.request(key, now=now, response_hash=OTHER_ANSWER)
+        assert await consume(other) == ClaimResult(ClaimOutcome.REDEEMED_OTHER)
+        await self.assert_status(store, record)
+        # And a pause redeemed in one call answers claims as a committed one does.
+        await consume(self.request(consumed, now=now, lease_id="lease-b"))
+        retry = await store.claim(self.request(consumed, now=now + timedelta(hours=2)))
+        assert retry == ClaimResult(ClaimOutcome.REDEEMED_SAME)
+
+    async def test_consume_of_a_revoked_pause_is_refused(self, store: TokenStore) -> None:
+        consume = self.consumer(store)
+        now, key = _now(), new_jti()
+        record = await self._revoked(store, key, now)
+        later = self.request(key, now=now, expires_at=record.expires_at + TICK)
+        assert await consume(later) == ClaimResult(ClaimOutcome.REVOKED)
+        await self.assert_status(store, attrs.evolve(record, expires_at=later.expires_at))
+
+    @pytest.mark.parametrize("state", ["claimed", "redeemed", "revoked"])
+    async def test_consume_raises_the_expiry_and_never_lowers_it(
+        self, store: TokenStore, state: str
+    ) -> None:
+        consume = self.consumer(store)
+        now, key = _now(), new_jti()
+        first = self.request(key, now=now, lease_id="lease-a")
+        await self._leave_in(store, state, first)
+        before = await store.status(key)
+        assert before is not None
+        await consume(self.request(key, now=now, expires_at=before.expires_at - TICK))
+        await self.assert_status(store, before)
+        await consume(self.request(key, now=now, expires_at=before.expires_at + TICK))
+        await self.assert_status(store, attrs.evolve(before, expires_at=before.expires_at + TICK))
+
+    async def test_concurrent_consumes_and_claims_of_one_pause_have_exactly_one_winner(
+        self, store: TokenStore, store_factory: StoreFactory | None
+    ) -> None:
+        self.consumer(store)  # each racer consumes through its own store
+        now, key = _now(), new_jti()
+        requests = [self.request(key, now=now) for _ in range(self.concurrency)]
+        async with self.racing_stores(store, store_factory, len(requests)) as racers:
+            calls = [
+                (_consume if n % 2 else _claim)(racer, r)
+                for n, (racer, r) in enumerate(zip(racers, requests, strict=True))
+            ]
+            results = await race_tasks(calls)
+        outcomes = [r.outcome for r in results]
+        assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
+        won = outcomes.index(ClaimOutcome.CLAIMED)
+        winner = requests[won]
+        if won % 2:  # consumed: the others met a redemption of the same answer, or its claim
+            assert set(outcomes) - {ClaimOutcome.CLAIMED} <= {ClaimOutcome.REDEEMED_SAME}
+            await self.assert_status(store, redeemed_record(winner))
+        else:
+            busy = ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=winner.lease_until)
+            assert all(r == busy for r in results if r.outcome is not ClaimOutcome.CLAIMED)
+            await self.assert_status(store, claimed_record(winner))
+
+    async def test_concurrent_consumes_of_an_ended_lease_have_exactly_one_winner(
+        self, store: TokenStore, store_factory: StoreFactory | None
+    ) -> None:
+        self.consumer(store)  # each racer consumes through its own store
+        now, key = _now(), new_jti()
+        dead = self.request(key, now=now, lease_id="lease-dead")
+        await self._claimed(store, dead)
+        requests = [
+            self.request(key, now=dead.lease_until, response_hash=OTHER_ANSWER)
+            for _ in range(self.concurrency)
+        ]
+        async with self.racing_stores(store, store_factory, len(requests)) as racers:
+            results = await race_tasks(
+                [_consume(racer, r) for racer, r in zip(racers, requests, strict=True)]
+            )
+        outcomes = [r.outcome for r in results]
+        assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
+        assert set(outcomes) - {ClaimOutcome.CLAIMED} <= {ClaimOutcome.REDEEMED_SAME}, outcomes
+        winner = requests[outcomes.index(ClaimOutcome.CLAIMED)]
+        await self.assert_status(store, redeemed_record(winner))
+        assert await store.commit(key, "lease-dead", now + TTL) is False
+
     # -- revoke ---------------------------------------------------------------------------
 
     async def test_revoking_an_unknown_pause_records_it_as_revoked(self, store: TokenStore) -> None:
@@ -971,6 +1148,11 @@ class StoreConformance:
 
 def _claim(store: TokenStore, request: ClaimRequest) -> Callable[[], Awaitable[ClaimResult]]:
     return lambda: store.claim(request)
+
+
+def _consume(store: TokenStore, request: ClaimRequest) -> Callable[[], Awaitable[ClaimResult]]:
+    consume: Callable[[ClaimRequest], Awaitable[ClaimResult]] = store.consume  # type: ignore[attr-defined]
+    return lambda: consume(request)
 
 
 def _revoke(

@@ -205,6 +205,7 @@
       csrf_invalid: ["reload", "Page expired", "This page is too old to answer from. Open the link you received again."],
       origin_refused: ["reload", "Page expired", "Open the link directly in your browser, then answer."],
       store_unavailable: ["unavailable", "Temporarily unavailable", "The service cannot record answers right now. Try again in a minute."],
+      consume_unconfirmed: ["unavailable", "Answer not confirmed", "The service could not confirm your answer. Open the link you received again in a minute: it shows whether the answer was recorded."],
       network_error: ["unavailable", "Cannot reach the service", "Check your connection, then try again."],
     };
     return known[code] || ["error", "Something went wrong", `The request could not be completed (${code || result.status}).`];
