@@ -89,8 +89,8 @@ class Records:
                 claims.pause_key,
                 claims.scope_hash,
                 claims.name,
-                row_expiry(service.policy, now),
-                skewed(service.policy, now),
+                row_expiry(service.policy, utc(now)),
+                skewed(service.policy, utc(now)),
             )
         )
         status = _STATUS_OF_STATE[record.state]
@@ -122,7 +122,7 @@ class Records:
         record = await store_call(service.store.status(claims.pause_key))
         if record is not None and record.state is PauseState.CLAIMED:
             lease_until = record.lease_until
-            if lease_until is not None and lease_until > skewed(service.policy, now):
+            if lease_until is not None and lease_until > skewed(service.policy, utc(now)):
                 return TokenStatus.IN_PROGRESS
             record = None
         return TokenStatus.ACTIVE if record is None else _STATUS_OF_STATE[record.state]

@@ -59,7 +59,8 @@ _COMMIT_RETRY_FIRST_S = 0.05
 _COMMIT_RETRY_MAX_S = 1.0
 
 
-@attrs.frozen
+# Not frozen: built on every redemption, and a frozen class is slower to build.
+@attrs.define
 class Attempt:
     """One attempt to redeem a token, as `redeem()` or `consume()` was called."""
 
@@ -70,7 +71,7 @@ class Attempt:
     expect: Interrupt[Any, Any] | None
 
 
-@attrs.frozen
+@attrs.define
 class _Checked:
     """A redemption attempt that passed every check up to the claim (steps 1-7)."""
 
@@ -84,7 +85,7 @@ class _Checked:
     stale: StaleToken | CheckpointNotFound | None = None
 
 
-@attrs.frozen
+@attrs.define
 class _Prepared:
     """A checked attempt and the claim request made for it."""
 
@@ -217,16 +218,16 @@ class Redeemer:
         if checked.stale is not None:
             return await self._replay_or_raise(checked, checked.stale)
         service = self._service
-        policy, now = service.policy, checked.now
+        policy, at = service.policy, utc(checked.now)
         request = ClaimRequest(
             pause_key=claims.pause_key,
             scope_hash=claims.scope_hash,
             name=claims.name,
             response_hash=checked.response_hash,
-            expires_at=row_expiry(policy, now),
+            expires_at=row_expiry(policy, at),
             lease_id=secrets.token_urlsafe(16),
-            lease_until=utc(now) + service.lease,
-            now=skewed(policy, now),
+            lease_until=at + service.lease,
+            now=skewed(policy, at),
         )
         return _Prepared(checked, request)
 
@@ -268,7 +269,9 @@ class Redeemer:
         while True:
             try:
                 committed = await store_call(
-                    service.store.commit(key, lease_id, row_expiry(service.policy, service.clock()))
+                    service.store.commit(
+                        key, lease_id, row_expiry(service.policy, utc(service.clock()))
+                    )
                 )
             except StoreUnavailable as exc:
                 if lease.lost or lease.lapsed():

@@ -43,22 +43,22 @@ def utc(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def row_expiry(policy: TokenPolicy, now: float) -> datetime:
+def row_expiry(policy: TokenPolicy, now: datetime) -> datetime:
     """How long a store row must live: past every token that could still verify.
 
     A token for the pause minted up to ``now`` expires by ``now + max_lifetime`` and
     verifies until ``leeway`` after that; stores only ever raise a row's expiry.
     """
-    return utc(now) + policy.max_lifetime + policy.leeway
+    return now + policy.max_lifetime + policy.leeway
 
 
-def skewed(policy: TokenPolicy, now: float) -> datetime:
+def skewed(policy: TokenPolicy, now: datetime) -> datetime:
     """The ``now`` stores compare leases with: this clock less the skew allowance.
 
     Another worker's lease counts as ended only once it ended ``leeway`` ago by this
     worker's clock, so clocks that disagree by up to ``leeway`` never take a live claim.
     """
-    return utc(now) - policy.leeway
+    return now - policy.leeway
 
 
 def namespace_of(checkpoints: CheckpointReader) -> str | None:
