@@ -63,11 +63,21 @@ def raise_expiry(expires_at: datetime) -> dict[str, Any]:
 
 
 def claim_fields(
-    *, scope_hash: str, name: str, response_hash: str, lease_id: str, lease_until: datetime
+    *,
+    scope_hash: str,
+    name: str,
+    response_hash: str,
+    lease_id: str,
+    lease_until: datetime,
+    state: str = PauseState.CLAIMED.value,
 ) -> dict[str, Any]:
-    """The fields a claim writes (a takeover overwrites all of them)."""
+    """The fields a claim writes (a takeover overwrites all of them).
+
+    A consume writes the same fields in ``state`` ``redeemed``: what a claim and its commit
+    leave together.
+    """
     return {
-        STATE: PauseState.CLAIMED.value,
+        STATE: state,
         "scope_hash": scope_hash,
         "name": name,
         "response_hash": response_hash,

@@ -76,6 +76,8 @@ _DUPLICATE_KEY: Final = 11000
 _CLAIMED: Final = PauseState.CLAIMED.value
 _REDEEMED: Final = PauseState.REDEEMED.value
 _REVOKED: Final = PauseState.REVOKED.value
+# The answer of a claim or consume that took the pause, built once (`ClaimResult` is frozen).
+_TAKEN: Final = ClaimResult(ClaimOutcome.CLAIMED)
 # A claim or revoke meets a document that changes under it at most this often before it
 # gives up (each retry follows another caller's completed transition).
 _ATTEMPTS: Final = 16
@@ -148,6 +150,10 @@ def _seconds(text: str) -> float:
 
 def _lapsed(document: Mapping[str, Any], now: int) -> bool:
     return bool(document[STATE] == _CLAIMED and document[LEASE_UNTIL] <= now)
+
+
+def _redeemed_by(document: Mapping[str, Any], lease_id: str) -> bool:
+    return bool(document[STATE] == _REDEEMED and document.get(LEASE_ID) == lease_id)
 
 
 class MongoStore:
@@ -307,35 +313,17 @@ class MongoStore:
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
         """Claim a pause: one caller wins; the others learn why not."""
-        fields = claim_fields(
-            scope_hash=request.scope_hash,
-            name=request.name,
-            response_hash=request.response_hash,
-            lease_id=request.lease_id,
-            lease_until=request.lease_until,
-        )
-        expiry = raise_expiry(request.expires_at)
-        now = to_micros(request.now)
-        async with self._operation("claim"):
-            for _ in range(_ATTEMPTS):
-                if await self._insert_new({"_id": request.pause_key, **fields, **expiry}):
-                    return ClaimResult(ClaimOutcome.CLAIMED)
-                taken = await self._collection.find_one_and_update(
-                    {"_id": request.pause_key, STATE: _CLAIMED, LEASE_UNTIL: {"$lte": now}},
-                    {"$set": fields, "$max": expiry},
-                    projection={"_id": True},
-                )
-                if taken is not None:
-                    return await self._won(ClaimResult(ClaimOutcome.CLAIMED))
-                found = await self._collection.find_one_and_update(
-                    {"_id": request.pause_key},
-                    {"$max": expiry},
-                    return_document=ReturnDocument.AFTER,
-                )
-                if found is None or _lapsed(found, now):
-                    continue  # released or lapsed meanwhile: try again
-                return _answer(found, request.response_hash)
-        raise self._contended("claim")
+        return await self._take(request, "claim", _CLAIMED)
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        """Claim and commit a pause at once (see `SupportsConsume`).
+
+        The same commands as `claim()`, writing the document redeemed where a claim would
+        take the lease: one ``insert_many`` for a first answer, one conditional
+        ``find_one_and_update`` for a lapsed lease. A document the request's lease already
+        redeemed answers ``CLAIMED`` again (a retry whose first attempt landed).
+        """
+        return await self._take(request, "consume", _REDEEMED)
 
     async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
         """Extend the holder's lease (never shorten it)."""
@@ -449,6 +437,43 @@ class MongoStore:
             await client.close()
 
     # -- internals ----------------------------------------------------------------------
+
+    async def _take(self, request: ClaimRequest, what: str, state: str) -> ClaimResult:
+        """Claim (``state`` claimed) or consume (``state`` redeemed) ``request``'s pause."""
+        fields = claim_fields(
+            scope_hash=request.scope_hash,
+            name=request.name,
+            response_hash=request.response_hash,
+            lease_id=request.lease_id,
+            lease_until=request.lease_until,
+            state=state,
+        )
+        expiry = raise_expiry(request.expires_at)
+        now = to_micros(request.now)
+        async with self._operation(what):
+            for _ in range(_ATTEMPTS):
+                if await self._insert_new({"_id": request.pause_key, **fields, **expiry}):
+                    return _TAKEN
+                taken = await self._collection.find_one_and_update(
+                    {"_id": request.pause_key, STATE: _CLAIMED, LEASE_UNTIL: {"$lte": now}},
+                    {"$set": fields, "$max": expiry},
+                    projection={"_id": True},
+                )
+                if taken is not None:
+                    return await self._won(_TAKEN)
+                found = await self._collection.find_one_and_update(
+                    {"_id": request.pause_key},
+                    {"$max": expiry},
+                    return_document=ReturnDocument.AFTER,
+                )
+                if found is None or _lapsed(found, now):
+                    continue  # released or lapsed meanwhile: try again
+                if state == _REDEEMED and _redeemed_by(found, request.lease_id):
+                    # A retried consume whose first attempt landed: confirmed, as a retried
+                    # commit is, once the collection is known not created again.
+                    return await self._won(_TAKEN)
+                return _answer(found, request.response_hash)
+        raise self._contended(what)
 
     async def _prepare(self, *, force: bool) -> bool:
         async with self._schema_lock:

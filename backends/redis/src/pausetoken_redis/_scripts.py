@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["CLAIM", "COMMIT", "RELEASE", "RENEW", "REVOKE", "SCRIPTS", "STATUS"]
+__all__ = ["CLAIM", "COMMIT", "CONSUME", "RELEASE", "RENEW", "REVOKE", "SCRIPTS", "STATUS"]
 
 # Raise the row expiry to ARGV[e] (microseconds) / ARGV[ms] if it is later; shared prologue.
 _RAISE: Final = """
@@ -29,37 +29,57 @@ local function raise(k, old, e, ms)
 end
 """
 
-#: ARGV: scope hash, name, response hash, expiry us, expiry ms, lease id, lease end us, now us.
-#: Returns ``1`` when claimed (an integer: the common reply, the cheapest to send and parse),
-#: else ``{"in_progress", lease_until}``, ``{"revoked"}`` or ``{"redeemed", response_hash}``
-#: (the caller compares hashes in constant time).
-CLAIM: Final = (
+
+def _take(state: str, *, confirms_own: bool) -> str:
+    """The script of an operation taking a pause: ``claim`` (``c``) or ``consume`` (``r``).
+
+    Both write the taking row in state ``state`` where a claim takes the lease (no row, or a
+    lapsed one) and refuse alike otherwise. ``confirms_own``: a row already redeemed by the
+    request's lease answers ``1`` too (a retried consume whose first attempt landed).
     """
+    write = (
+        f"redis.call('HSET', k, 's', '{state}', 'sh', ARGV[1], 'n', ARGV[2], 'rh', ARGV[3],\n"
+        "             'l', ARGV[6], 'lu', ARGV[7]"
+    )
+    fields = "'s', 'lu', 'e', 'rh', 'l'" if confirms_own else "'s', 'lu', 'e', 'rh'"
+    own = "if s == 'r' and row[5] == ARGV[6] then return 1 end\n" if confirms_own else ""
+    return (
+        f"""
 local k = KEYS[1]
 if redis.call('EXISTS', k) == 0 then
   -- The common case, a new row: one write and its expiry (EXISTS is cheaper than HMGET).
-  redis.call('HSET', k, 's', 'c', 'sh', ARGV[1], 'n', ARGV[2], 'rh', ARGV[3],
-             'l', ARGV[6], 'lu', ARGV[7], 'e', ARGV[4])
+  {write}, 'e', ARGV[4])
   redis.call('PEXPIREAT', k, ARGV[5])
   return 1
 end
 """
-    + _RAISE
-    + """
-local row = redis.call('HMGET', k, 's', 'lu', 'e', 'rh')
+        + _RAISE
+        + f"""
+local row = redis.call('HMGET', k, {fields})
 local s = row[1]
 if (not s) or (s == 'c' and tonumber(row[2]) <= tonumber(ARGV[8])) then
-  redis.call('HSET', k, 's', 'c', 'sh', ARGV[1], 'n', ARGV[2], 'rh', ARGV[3],
-             'l', ARGV[6], 'lu', ARGV[7])
+  {write})
   raise(k, row[3], ARGV[4], ARGV[5])
   return 1
 end
 raise(k, row[3], ARGV[4], ARGV[5])
-if s == 'c' then return {'in_progress', row[2]} end
+{own}"""
+        + """if s == 'c' then return {'in_progress', row[2]} end
 if s == 'x' then return {'revoked'} end
 return {'redeemed', row[4]}
 """
-)
+    )
+
+
+#: ARGV: scope hash, name, response hash, expiry us, expiry ms, lease id, lease end us, now us.
+#: Returns ``1`` when claimed (an integer: the common reply, the cheapest to send and parse),
+#: else ``{"in_progress", lease_until}``, ``{"revoked"}`` or ``{"redeemed", response_hash}``
+#: (the caller compares hashes in constant time).
+CLAIM: Final = _take("c", confirms_own=False)
+
+#: Claim and commit at once: ARGV and replies as `CLAIM`'s. Where a claim would take the
+#: lease, the row is written redeemed; a row the request's lease redeemed answers ``1`` again.
+CONSUME: Final = _take("r", confirms_own=True)
 
 #: ARGV: lease id, lease end us. Returns 1 if the lease holds the claim, else 0.
 RENEW: Final = """
@@ -117,6 +137,7 @@ STATUS: Final = f"return redis.call('HMGET', KEYS[1], {_FIELDS})\n"
 #: Every script, by the operation it serves (``check`` loads them all).
 SCRIPTS: Final = {
     "claim": CLAIM,
+    "consume": CONSUME,
     "renew": RENEW,
     "commit": COMMIT,
     "release": RELEASE,

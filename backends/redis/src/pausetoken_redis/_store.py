@@ -134,6 +134,32 @@ def _moment(value: bytes | str | None) -> datetime | None:
     return None if text is None else _EPOCH + int(text) * _MICROSECOND
 
 
+def _take_args(request: ClaimRequest) -> tuple[str, ...]:
+    """The ARGV of the claim and consume scripts, in their order."""
+    expires, expires_ms = _expiry_args(request.expires_at)
+    return (
+        request.scope_hash,
+        request.name,
+        request.response_hash,
+        expires,
+        expires_ms,
+        request.lease_id,
+        str(_micros(request.lease_until)),
+        str(_micros(request.now)),
+    )
+
+
+def _refusal(reply: Sequence[bytes | str], response_hash: str) -> ClaimResult:
+    """The answer of a claim or consume script that did not take the pause."""
+    outcome = decode(reply[0])
+    if outcome == "in_progress":
+        return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=_moment(reply[1]))
+    if outcome == "revoked":
+        return ClaimResult(ClaimOutcome.REVOKED)
+    same = hmac.compare_digest(decode(reply[1]) or "", response_hash)
+    return ClaimResult(ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER)
+
+
 def _cluster_bound(client: Client) -> asyncio.Semaphore | None:
     """For a cluster client, a semaphore of its per-node pool size; else ``None``.
 
@@ -223,10 +249,10 @@ class RedisStore:
         timeout: Seconds one operation may take before it fails with `StoreUnavailable`.
         url: The URL the client was opened from, for error messages (password hidden).
         owns_client: Whether `aclose()` closes ``client`` (`from_url()` sets it).
-        wait_replicas: After a claim, a commit or a revocation that wrote, wait until this
-            many replicas acknowledged it (``WAIT``); ``0`` (the default) does not wait.
-            Fewer acknowledgements within ``wait_timeout`` raise `StoreUnavailable` (the write
-            is on the primary but not confirmed; see the Redis page). Standalone only.
+        wait_replicas: After a claim, a consume, a commit or a revocation that wrote, wait
+            until this many replicas acknowledged it (``WAIT``); ``0`` (the default) does not
+            wait. Fewer acknowledgements within ``wait_timeout`` raise `StoreUnavailable` (the
+            write is on the primary but not confirmed; see the Redis page). Standalone only.
         wait_timeout: Seconds ``WAIT`` waits for them; less than ``timeout``.
 
     Raises:
@@ -424,30 +450,28 @@ class RedisStore:
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
         """Take the lease on ``request.pause_key``, or say why not (one script)."""
-        expires, expires_ms = _expiry_args(request.expires_at)
         reply, acks = await self._run_confirmed(
-            "claim a pause",
-            "claim",
-            request.pause_key,
-            request.scope_hash,
-            request.name,
-            request.response_hash,
-            expires,
-            expires_ms,
-            request.lease_id,
-            str(_micros(request.lease_until)),
-            str(_micros(request.now)),
+            "claim a pause", "claim", request.pause_key, *_take_args(request)
         )
         if reply == 1:  # the script's integer for "claimed"
             self._confirm("claim a pause", acks)
             return _CLAIMED
-        outcome = decode(reply[0])
-        if outcome == "in_progress":
-            return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=_moment(reply[1]))
-        if outcome == "revoked":
-            return ClaimResult(ClaimOutcome.REVOKED)
-        same = hmac.compare_digest(decode(reply[1]) or "", request.response_hash)
-        return ClaimResult(ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER)
+        return _refusal(reply, request.response_hash)
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        """Claim and commit ``request.pause_key`` at once (one script; see `SupportsConsume`).
+
+        Where `claim()` would take the lease, the row is written redeemed by the request's
+        lease; a row that lease already redeemed answers ``CLAIMED`` again (a retry whose
+        first attempt landed); otherwise the answer is `claim()`'s, and only the expiry moves.
+        """
+        reply, acks = await self._run_confirmed(
+            "consume a pause", "consume", request.pause_key, *_take_args(request)
+        )
+        if reply == 1:
+            self._confirm("consume a pause", acks)
+            return _CLAIMED
+        return _refusal(reply, request.response_hash)
 
     async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
         """Extend the holder's lease (never shorten it); whether ``lease_id`` holds it."""
