@@ -19,7 +19,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pausetoken import Scope, canonical_json, hash_payload, hash_scope
+from pausetoken import PendingInterrupt, Scope, canonical_json, hash_payload, hash_scope
 from pausetoken import _hashing as hashing
 from pausetoken._hashing import MAX_DEPTH, to_json_value
 from pausetoken.exceptions import UnsupportedPayload
@@ -313,3 +313,28 @@ def test_refusals_inside_lists_and_dicts_name_the_path() -> None:
     with pytest.raises(UnsupportedPayload) as caught:
         to_json_value({"a": [1, {"b": [None, float("nan")]}]})
     assert "$.a[1].b[1]" in caught.value.detail
+
+
+# -- a payload the reader keeps as canonical JSON --------------------------------------------
+
+
+@given(pst.payloads())
+def test_a_pause_read_from_canonical_json_hashes_as_its_payload(value: Any) -> None:
+    encoded = canonical_json(value)
+    pending = PendingInterrupt.from_canonical_json("t", "c", "i", encoded)
+    assert pending.value == json.loads(encoded)
+    # Equal to the payload's own hash, even where the decoded value could not be hashed
+    # again (a float of 2**53 decodes as an integer beyond the exact range).
+    assert pending.value_hash == hash_payload(value)
+
+
+def test_a_pause_whose_value_was_replaced_hashes_the_new_value() -> None:
+    pending = PendingInterrupt.from_canonical_json("t", "c", "i", canonical_json({"amount": 5}))
+    swapped = attrs.evolve(pending, value={"amount": 6})
+    assert swapped.value_hash == hash_payload({"amount": 6}) != pending.value_hash
+
+
+def test_bytes_that_are_not_canonical_never_hash_as_the_payload() -> None:
+    # Key order, spacing: the hash is of the bytes, so the redemption is refused.
+    pending = PendingInterrupt.from_canonical_json("t", "c", "i", b'{"b": 1, "a": 2}')
+    assert pending.value_hash != hash_payload({"a": 2, "b": 1})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -23,9 +22,9 @@ __all__ = ["MemoryCheckpoints"]
 @attrs.define
 class _Thread:
     checkpoint_id: str
-    #: interrupt id -> the payload as canonical JSON text. Text, so that nobody holding a
+    #: interrupt id -> the payload as canonical JSON bytes. Bytes, so that nobody holding a
     #: returned value can change what is recorded.
-    pending: dict[str, str] = attrs.field(factory=dict)
+    pending: dict[str, bytes] = attrs.field(factory=dict)
 
 
 class MemoryCheckpoints:
@@ -85,7 +84,7 @@ class MemoryCheckpoints:
             thread.checkpoint_id = checkpoint_id
             thread.pending.clear()
         interrupt_id = interrupt_id or uuid.uuid4().hex
-        encoded = canonical_json(payload).decode("utf-8")
+        encoded = canonical_json(payload)
         recorded = thread.pending.get(interrupt_id)
         if recorded is not None and recorded != encoded:
             msg = "this interrupt is already recorded with another payload"
@@ -111,8 +110,8 @@ class MemoryCheckpoints:
         if interrupt_id not in thread.pending:
             msg = "the interrupt is no longer pending"
             raise StaleToken(msg)
-        value = json.loads(thread.pending[interrupt_id])
-        return PendingInterrupt(thread_id, checkpoint_id, interrupt_id, value)
+        encoded = thread.pending[interrupt_id]
+        return PendingInterrupt.from_canonical_json(thread_id, checkpoint_id, interrupt_id, encoded)
 
     def current(self, thread_id: str) -> str | None:
         """The thread's current checkpoint id, or ``None`` if the thread is unknown."""

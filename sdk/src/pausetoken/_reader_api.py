@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
+
+from pausetoken._hashing import hash_payload
 
 __all__ = ["CHECKPOINTS_API_VERSION", "CheckpointReader", "PendingInterrupt"]
 
@@ -27,6 +31,36 @@ class PendingInterrupt:
     checkpoint_id: str
     interrupt_id: str
     value: Any = attrs.field(repr=False)
+    # (the value, its hash) when the reader handed over the value's canonical JSON.
+    _hashed: tuple[Any, str] | None = attrs.field(default=None, init=False, eq=False, repr=False)
+
+    @classmethod
+    def from_canonical_json(
+        cls, thread_id: str, checkpoint_id: str, interrupt_id: str, payload: bytes
+    ) -> PendingInterrupt:
+        """A pause whose payload the runtime keeps as canonical JSON (`canonical_json()`'s bytes).
+
+        The value is decoded from ``payload`` afresh and its hash taken from those same bytes,
+        so redeeming does not encode the payload again. Bytes that are not canonical JSON
+        hash differently from the payload the token was minted for: the redemption is then
+        refused (``payload_mismatch``), never let through. A copy made with
+        ``attrs.evolve()`` hashes its value anew; the value must not be changed in place.
+        """
+        pending = cls(thread_id, checkpoint_id, interrupt_id, json.loads(payload))
+        object.__setattr__(pending, "_hashed", (pending.value, hashlib.sha256(payload).hexdigest()))
+        return pending
+
+    @property
+    def value_hash(self) -> str:
+        """sha256 hex of the value's canonical JSON: what a token's ``request_hash`` binds.
+
+        Raises:
+            UnsupportedPayload: the value cannot be represented exactly as JSON.
+        """
+        hashed = self._hashed
+        if hashed is not None and hashed[0] is self.value:
+            return hashed[1]
+        return hash_payload(self.value)
 
 
 @runtime_checkable

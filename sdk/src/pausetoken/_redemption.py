@@ -340,7 +340,7 @@ class Redeemer:
                 # store decides: a retry of the committed answer is answered, anything else is
                 # stale.
                 return _Checked(claims, interrupt, None, typed_response, response_hash, now, exc)
-            if not hmac.compare_digest(hash_payload(pending.value), claims.request_hash):
+            if not hmac.compare_digest(pending.value_hash, claims.request_hash):
                 raise PayloadMismatch
             payload = interrupt.structure_payload(pending.value)
             _validate(interrupt, typed_response, payload)

@@ -419,6 +419,48 @@ class TokenStoreMachine(RuleBasedStateMachine):
             self._raise_expiry(key, requests[0].expires_at)
             self._visit(f"batch {outcomes[0].value}")
 
+    @precondition(lambda self: self.consumes)
+    @rule(
+        slot=st.integers(0, _SLOTS - 1),
+        answers=st.lists(st.integers(0, 1), min_size=2, max_size=6),
+        lease=_LIVE_LEASES,
+        shift=_SHIFTS,
+    )
+    def consume_batch(
+        self, slot: int, answers: list[int], lease: timedelta, shift: timedelta
+    ) -> None:
+        """Consume one pause many times at once: exactly one may win, the rest see its answer."""
+        requests = [self._request(slot, a, a, lease, shift) for a in answers]
+        racers = type(self).racers
+
+        def consume(i: int) -> Callable[[], Coroutine[Any, Any, ClaimResult]]:
+            racer: Any = racers[i % len(racers)]
+            return lambda: racer.consume(requests[i])
+
+        results = self._call(race_tasks([consume(i) for i in range(len(requests))]))
+        key = self.keys[slot]
+        row = self.model.get(key)
+        outcomes = [r.outcome for r in results]
+        if expected_claim(row, requests[0]).outcome is ClaimOutcome.CLAIMED:
+            assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
+            winner = requests[outcomes.index(ClaimOutcome.CLAIMED)]
+            expires = winner.expires_at if row is None else max(row.expires_at, winner.expires_at)
+            won = attrs.evolve(_claimed(winner, expires), state=PauseState.REDEEMED)
+            losers = [
+                (r, q)
+                for r, q in zip(results, requests, strict=True)
+                if r.outcome is not ClaimOutcome.CLAIMED
+            ]
+            for result, request in losers:
+                assert result == expected_claim(won, request), (result, request)
+            self.model[key] = won
+            self._visit("consume batch won")
+        else:
+            expected = [expected_consume(row, r) for r in requests]
+            assert results == expected, (results, expected)
+            self._raise_expiry(key, requests[0].expires_at)
+            self._visit(f"consume batch {outcomes[0].value}")
+
     @rule(step=_STEPS)
     def advance(self, step: timedelta) -> None:
         """Let time pass (only the injected clock moves)."""
@@ -621,13 +663,30 @@ def _tour(machine: type[TokenStoreMachine]) -> None:
         walk.revoke_after_lease_ends(0, 1, timedelta(microseconds=-1))
         walk.revoke(3, 0, timedelta(0))
         walk.status_matches_the_model()
-        if machine.consumes:
-            # Consumed in one call: a fresh pause, a claimed one, a lapsed one, a revoked one.
-            walk.consume(2, 0, 0, timedelta(seconds=5), timedelta(0))
-            walk.claim(1, 1, 1, timedelta(seconds=5), timedelta(0))
-            walk.consume(1, 0, 0, timedelta(seconds=5), timedelta(0))
-            walk.consume_after_lease_ends(0, 1, 1, timedelta(seconds=5), timedelta(0))
-            walk.consume(3, 0, 0, timedelta(seconds=5), timedelta(0))
-            walk.status_matches_the_model()
+    finally:
+        walk.teardown()
+    if machine.consumes:
+        _consume_tour(machine)
+
+
+def _consume_tour(machine: type[TokenStoreMachine]) -> None:
+    """The fixed walk through one-call consumes, on pauses of its own."""
+    walk = machine()
+    try:
+        walk.start([90, 95, 100, 105])
+        # A batch of consumes of a fresh pause: one wins and redeems it.
+        walk.consume_batch(0, [0, 1, 0], timedelta(seconds=1), timedelta(0))
+        # A live claim refuses a consume; once its lease ends a consume takes it over.
+        walk.claim(1, 0, 0, timedelta(seconds=5), timedelta(0))
+        walk.consume(1, 1, 1, timedelta(seconds=5), timedelta(0))
+        walk.consume_after_lease_ends(0, 1, 1, timedelta(seconds=5), timedelta(microseconds=1))
+        # A fresh pause consumed alone, then its redemption met by a claim and a consume.
+        walk.consume(2, 0, 0, timedelta(seconds=5), timedelta(seconds=-30))
+        walk.claim(2, 1, 1, timedelta(seconds=5), timedelta(0))
+        walk.consume(2, 0, 0, timedelta(seconds=5), timedelta(seconds=30))
+        # A revoked pause refuses it.
+        walk.revoke(3, 0, timedelta(0))
+        walk.consume(3, 0, 0, timedelta(seconds=5), timedelta(0))
+        walk.status_matches_the_model()
     finally:
         walk.teardown()
