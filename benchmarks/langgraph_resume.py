@@ -12,7 +12,8 @@
 Each iteration pauses two threads of identical graphs, then resumes one with
 `pausetoken_langgraph.resume()` (verify, staleness check, claims, resume, commits) and the
 other with a bare `graph.ainvoke(Command(resume={id: value}))`, alternating which goes first.
-Only the resumes are timed. The ratio is ours / bare (target <= 1.25). The breakdown times the
+Only the resumes are timed. The ratio that is judged is ours / the floor (target <= 1.05);
+ours / bare is shown beside it. The breakdown times the
 parts of resume() on their own, and the staleness read beside LangGraph's own two ways of
 reading the thread head. The store's claim and commit are also timed inside the timed
 resumes, where they cost more than on their own (connection threads and caches gone cold
@@ -384,12 +385,11 @@ def report(
     print(f"{where}, {n} resumes each, medians")
     print(f"  bare ainvoke(Command(resume=...))  {ms(bare_times):7.3f} ms")
     print(f"  pausetoken_langgraph.resume()      {ms(our_times):7.3f} ms")
-    print(f"  ratio ours / bare                  {ratio:7.3f}   (target <= 1.25)")
+    print(f"  ratio ours / bare                  {ratio:7.3f}")
     record(
         f"resume() / bare resume, {where}",
         ratio,
         detail=f"{ms(our_times):.3f} ms / {ms(bare_times):.3f} ms",
-        target=1.25,
         better="lower",
     )
     print("breakdown (each part alone, medians):")
@@ -409,6 +409,15 @@ def report(
         f"floor of resume() / bare resume (verify, claim, commit; head read free), {where}",
         floor,
         detail=f"{floor_ms:.3f} ms / {ms(bare_times):.3f} ms",
+        better="lower",
+    )
+    above = ms(our_times) / floor_ms
+    print(f"  ratio ours / floor                 {above:7.3f}   (target <= 1.05)")
+    record(
+        f"resume() / its floor, {where}",
+        above,
+        detail=f"{ms(our_times):.3f} ms / {floor_ms:.3f} ms",
+        target=1.05,
         better="lower",
     )
 
