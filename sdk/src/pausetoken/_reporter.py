@@ -110,29 +110,30 @@ class Reporter:
         self, claims: Claims, unconfirmed: CommitUnconfirmed, cause: BaseException
     ) -> None:
         """No commit reached the store before the lease ended (the last failure: ``cause``)."""
-        logger.error(
+        self._unconfirmed(
+            claims,
+            unconfirmed,
+            cause,
+            logging.ERROR,
             "commit unconfirmed: the run may have resumed",
-            exc_info=cause,
-            extra=_log_fields(claims),
         )
-        if self.observing:
-            self._emit(
-                EventKind.COMMIT_UNCONFIRMED,
-                claims,
-                outcome="unconfirmed",
-                at=self._clock(),
-                code=unconfirmed.code,
-            )
 
     def consume_unconfirmed(
         self, claims: Claims, unconfirmed: StoreUnavailable, cause: BaseException
     ) -> None:
         """A one-call consume failed: the store may have recorded the answer."""
-        logger.warning(
-            "consume unconfirmed: the store may have recorded the answer",
-            exc_info=cause,
-            extra=_log_fields(claims),
-        )
+        message = "consume unconfirmed: the store may have recorded the answer"
+        self._unconfirmed(claims, unconfirmed, cause, logging.WARNING, message)
+
+    def _unconfirmed(
+        self,
+        claims: Claims,
+        unconfirmed: PauseTokenError,
+        cause: BaseException,
+        level: int,
+        message: str,
+    ) -> None:
+        logger.log(level, message, exc_info=cause, extra=_log_fields(claims))
         if self.observing:
             self._emit(
                 EventKind.COMMIT_UNCONFIRMED,

@@ -87,6 +87,13 @@ _CLAIM_DRAWS: Final[dict[str, Any]] = {
     "lease": _STEPS,
     "shift": _SHIFTS,
 }
+# What a batch of concurrent claims (or consumes) of one pause draws: each one's answer
+# (and scope), and the lease and expiry shift they share.
+_BATCH_DRAWS: Final[dict[str, Any]] = {
+    "answers": st.lists(st.integers(0, 1), min_size=2, max_size=6),
+    "lease": _LIVE_LEASES,
+    "shift": _SHIFTS,
+}
 # Whose lease a renew, commit or release presents.
 _WHO = st.sampled_from(("holder", "holder", "old", "stranger"))
 #: Seconds a single store call may take before the machine gives up on it.
@@ -140,6 +147,13 @@ def expected_consume(row: PauseRecord | None, request: ClaimRequest) -> ClaimRes
     if row is not None and row.state is PauseState.REDEEMED and row.lease_id == request.lease_id:
         return ClaimResult(ClaimOutcome.CLAIMED)
     return expected_claim(row, request)
+
+
+def _won(row: PauseRecord | None, request: ClaimRequest, *, consume: bool) -> PauseRecord:
+    """The row a winning claim (or consume) leaves where ``row`` was."""
+    expires = request.expires_at if row is None else max(row.expires_at, request.expires_at)
+    won = _claimed(request, expires)
+    return attrs.evolve(won, state=PauseState.REDEEMED) if consume else won
 
 
 def _lapsed(row: PauseRecord, now: datetime) -> bool:
@@ -298,8 +312,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
         self, pick: int, answer: int, scope: int, lease: timedelta, shift: timedelta
     ) -> None:
         """Let a claim's lease end (exactly now), then claim it: the new lease takes over."""
-        key = self._end_lease(pick)
-        self._claim(self.keys.index(key), answer, scope, lease, shift)
+        self._claim(self._end_lease(pick), answer, scope, lease, shift)
 
     @precondition(lambda self: self._held())
     @rule(pick=st.integers(0, _SLOTS - 1), shift=_SHIFTS)
@@ -322,30 +335,18 @@ class TokenStoreMachine(RuleBasedStateMachine):
         held = self._held()
         return held[pick % len(held)]
 
-    def _end_lease(self, pick: int) -> str:
-        """Move the clock to where a claimed pause's lease ends (exactly); the pause's key."""
+    def _end_lease(self, pick: int) -> int:
+        """Move the clock to where a claimed pause's lease ends (exactly); the pause's slot."""
         key = self._held_key(pick)
         until = self.model[key].lease_until
         assert until is not None
         self.now = max(self.now, until)
-        return key
+        return self.keys.index(key)
 
     def _claim(
         self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
     ) -> None:
-        request = self._request(slot, answer, scope, lease, shift)
-        key = request.pause_key
-        result = self._call(self.store.claim(request))
-        row = self.model.get(key)
-        expected = expected_claim(row, request)
-        assert result == expected, (result, expected)
-        if expected.outcome is ClaimOutcome.CLAIMED:
-            expires = request.expires_at if row is None else max(row.expires_at, request.expires_at)
-            self.model[key] = _claimed(request, expires)
-            self._visit("claimed" if row is None else "takeover")
-        else:
-            self._raise_expiry(key, request.expires_at)
-            self._visit(f"claim {expected.outcome.value}")
+        self._take(self._request(slot, answer, scope, lease, shift), consume=False)
 
     @precondition(lambda self: self.consumes)
     @rule(slot=st.integers(0, _SLOTS - 1), **_CLAIM_DRAWS)
@@ -361,105 +362,81 @@ class TokenStoreMachine(RuleBasedStateMachine):
         self, pick: int, answer: int, scope: int, lease: timedelta, shift: timedelta
     ) -> None:
         """Let a claim's lease end (exactly now), then consume it: a takeover that commits."""
-        key = self._end_lease(pick)
-        self._consume(self.keys.index(key), answer, scope, lease, shift)
+        self._consume(self._end_lease(pick), answer, scope, lease, shift)
 
     def _consume(
         self, slot: int, answer: int, scope: int, lease: timedelta, shift: timedelta
     ) -> None:
         request = self._request(slot, answer, scope, lease, shift)
+        self._take(request, consume=True)
+        # Whatever it answered, a retry by the same lease agrees with the row it left.
+        retried = self._call(self.store.consume(request))  # type: ignore[attr-defined]
+        assert retried == expected_consume(self.model.get(request.pause_key), request), retried
+
+    def _take(self, request: ClaimRequest, *, consume: bool) -> None:
+        """Claim (or consume) as ``request``; the outcome and the row must be the model's."""
         key = request.pause_key
-        consume = self.store.consume  # type: ignore[attr-defined]
-        result = self._call(consume(request))
+        store: Any = self.store
+        result = self._call(store.consume(request) if consume else store.claim(request))
         row = self.model.get(key)
-        expected = expected_consume(row, request)
+        expected = (expected_consume if consume else expected_claim)(row, request)
         assert result == expected, (result, expected)
-        if expected.outcome is ClaimOutcome.CLAIMED:
-            expires = request.expires_at if row is None else max(row.expires_at, request.expires_at)
-            self.model[key] = attrs.evolve(_claimed(request, expires), state=PauseState.REDEEMED)
+        if expected.outcome is not ClaimOutcome.CLAIMED:
+            self._raise_expiry(key, request.expires_at)
+            self._visit(f"{'consume' if consume else 'claim'} {expected.outcome.value}")
+            return
+        self.model[key] = _won(row, request, consume=consume)
+        if consume:
             self._visit("consumed" if row is None else "consumed a lapsed claim")
         else:
-            self._raise_expiry(key, request.expires_at)
-            self._visit(f"consume {expected.outcome.value}")
-        # Whatever it answered, a retry by the same lease agrees with the row it left.
-        retried = self._call(consume(request))
-        assert retried == expected_consume(self.model.get(key), request), retried
+            self._visit("claimed" if row is None else "takeover")
 
-    @rule(
-        slot=st.integers(0, _SLOTS - 1),
-        answers=st.lists(st.integers(0, 1), min_size=2, max_size=6),
-        lease=_LIVE_LEASES,
-        shift=_SHIFTS,
-    )
+    @rule(slot=st.integers(0, _SLOTS - 1), **_BATCH_DRAWS)
     def claim_batch(
         self, slot: int, answers: list[int], lease: timedelta, shift: timedelta
     ) -> None:
         """Claim one pause many times at once: exactly one may win, the rest see its lease."""
-        requests = [self._request(slot, a, a, lease, shift) for a in answers]
-        racers = type(self).racers
-
-        def claim(i: int) -> Callable[[], Coroutine[Any, Any, ClaimResult]]:
-            return lambda: racers[i % len(racers)].claim(requests[i])
-
-        results = self._call(race_tasks([claim(i) for i in range(len(requests))]))
-        key = self.keys[slot]
-        row = self.model.get(key)
-        outcomes = [r.outcome for r in results]
-        if expected_claim(row, requests[0]).outcome is ClaimOutcome.CLAIMED:
-            assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
-            winner = requests[outcomes.index(ClaimOutcome.CLAIMED)]
-            busy = ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=winner.lease_until)
-            assert all(r == busy for r in results if r.outcome is not ClaimOutcome.CLAIMED), results
-            expires = winner.expires_at if row is None else max(row.expires_at, winner.expires_at)
-            self.model[key] = _claimed(winner, expires)
-            self._visit("batch won")
-        else:
-            expected = [expected_claim(row, r) for r in requests]
-            assert results == expected, (results, expected)
-            self._raise_expiry(key, requests[0].expires_at)
-            self._visit(f"batch {outcomes[0].value}")
+        self._batch(slot, answers, lease, shift, consume=False)
 
     @precondition(lambda self: self.consumes)
-    @rule(
-        slot=st.integers(0, _SLOTS - 1),
-        answers=st.lists(st.integers(0, 1), min_size=2, max_size=6),
-        lease=_LIVE_LEASES,
-        shift=_SHIFTS,
-    )
+    @rule(slot=st.integers(0, _SLOTS - 1), **_BATCH_DRAWS)
     def consume_batch(
         self, slot: int, answers: list[int], lease: timedelta, shift: timedelta
     ) -> None:
         """Consume one pause many times at once: exactly one may win, the rest see its answer."""
+        self._batch(slot, answers, lease, shift, consume=True)
+
+    def _batch(
+        self, slot: int, answers: list[int], lease: timedelta, shift: timedelta, *, consume: bool
+    ) -> None:
         requests = [self._request(slot, a, a, lease, shift) for a in answers]
-        racers = type(self).racers
+        racers: Sequence[Any] = type(self).racers
 
-        def consume(i: int) -> Callable[[], Coroutine[Any, Any, ClaimResult]]:
-            racer: Any = racers[i % len(racers)]
-            return lambda: racer.consume(requests[i])
+        def take(i: int) -> Callable[[], Coroutine[Any, Any, ClaimResult]]:
+            racer = racers[i % len(racers)]
+            call = racer.consume if consume else racer.claim
+            return lambda: call(requests[i])
 
-        results = self._call(race_tasks([consume(i) for i in range(len(requests))]))
+        results = self._call(race_tasks([take(i) for i in range(len(requests))]))
         key = self.keys[slot]
         row = self.model.get(key)
         outcomes = [r.outcome for r in results]
-        if expected_claim(row, requests[0]).outcome is ClaimOutcome.CLAIMED:
-            assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
-            winner = requests[outcomes.index(ClaimOutcome.CLAIMED)]
-            expires = winner.expires_at if row is None else max(row.expires_at, winner.expires_at)
-            won = attrs.evolve(_claimed(winner, expires), state=PauseState.REDEEMED)
-            losers = [
-                (r, q)
-                for r, q in zip(results, requests, strict=True)
-                if r.outcome is not ClaimOutcome.CLAIMED
-            ]
-            for result, request in losers:
-                assert result == expected_claim(won, request), (result, request)
-            self.model[key] = won
-            self._visit("consume batch won")
-        else:
-            expected = [expected_consume(row, r) for r in requests]
+        prefix = "consume batch" if consume else "batch"
+        if expected_claim(row, requests[0]).outcome is not ClaimOutcome.CLAIMED:
+            expect = expected_consume if consume else expected_claim
+            expected = [expect(row, r) for r in requests]
             assert results == expected, (results, expected)
             self._raise_expiry(key, requests[0].expires_at)
-            self._visit(f"consume batch {outcomes[0].value}")
+            self._visit(f"{prefix} {outcomes[0].value}")
+            return
+        assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
+        won = _won(row, requests[outcomes.index(ClaimOutcome.CLAIMED)], consume=consume)
+        # The others met the winner's row: its live lease, or its redemption.
+        for result, request in zip(results, requests, strict=True):
+            if result.outcome is not ClaimOutcome.CLAIMED:
+                assert result == expected_claim(won, request), (result, request)
+        self.model[key] = won
+        self._visit(f"{prefix} won")
 
     @rule(step=_STEPS)
     def advance(self, step: timedelta) -> None:
@@ -526,7 +503,7 @@ class TokenStoreMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(0, _SLOTS - 1), scope=st.integers(0, 1), shift=_SHIFTS)
     def revoke_after_lease_ends(self, pick: int, scope: int, shift: timedelta) -> None:
         """Let a claim's lease end (exactly now), then revoke it: it becomes revoked."""
-        self._revoke(self._end_lease(pick), scope, shift)
+        self._revoke(self.keys[self._end_lease(pick)], scope, shift)
 
     def _revoke(self, key: str, scope: int, shift: timedelta) -> None:
         expires = self.expires[self.keys.index(key)] + shift

@@ -238,6 +238,16 @@ class StoreConformance:
             now=now,
         )
 
+    def other_request(self, pause_key: str, **options: Any) -> ClaimRequest:
+        """`request()` from another caller: another answer, scope and interrupt name."""
+        return self.request(
+            pause_key,
+            response_hash=OTHER_ANSWER,
+            scope_hash=OTHER_SCOPE_HASH,
+            name=OTHER_NAME,
+            **options,
+        )
+
     @staticmethod
     async def assert_status(store: TokenStore, expected: PauseRecord | None) -> None:
         """Fail unless ``status`` returns ``expected`` in every field."""
@@ -291,12 +301,9 @@ class StoreConformance:
         now, key = _now(), new_jti()
         first = self.request(key, now=now)
         record = await self._claimed(store, first)
-        later = self.request(
+        later = self.other_request(
             key,
             now=first.lease_until - TICK,
-            response_hash=OTHER_ANSWER,
-            scope_hash=OTHER_SCOPE_HASH,
-            name=OTHER_NAME,
             expires_at=now + TTL - TICK,
         )
         result = await store.claim(later)
@@ -328,13 +335,10 @@ class StoreConformance:
         now, key = _now(), new_jti()
         await self._claimed(store, self.request(key, now=now, lease_id="lease-a"))
         later = now + LEASE + timedelta(seconds=1, microseconds=3)
-        takeover = self.request(
+        takeover = self.other_request(
             key,
             now=later,
             lease_id="lease-b",
-            response_hash=OTHER_ANSWER,
-            scope_hash=OTHER_SCOPE_HASH,
-            name=OTHER_NAME,
             lease=timedelta(seconds=7, microseconds=5),
             expires_at=later + TTL,
         )
@@ -594,12 +598,9 @@ class StoreConformance:
         now, key = _now(), new_jti()
         first = self.request(key, now=now, lease_id="lease-a")
         record = await self._claimed(store, first)
-        later = self.request(
+        later = self.other_request(
             key,
             now=first.lease_until - TICK,
-            response_hash=OTHER_ANSWER,
-            scope_hash=OTHER_SCOPE_HASH,
-            name=OTHER_NAME,
             expires_at=first.expires_at - TICK,
         )
         result = await consume(later)
@@ -617,13 +618,10 @@ class StoreConformance:
         now, key = _now(), new_jti()
         dead = self.request(key, now=now, lease_id="lease-a")
         await self._claimed(store, dead)
-        takeover = self.request(
+        takeover = self.other_request(
             key,
             now=dead.lease_until,
             lease_id="lease-b",
-            response_hash=OTHER_ANSWER,
-            scope_hash=OTHER_SCOPE_HASH,
-            name=OTHER_NAME,
             expires_at=dead.expires_at - TICK,
         )
         assert await consume(takeover) == ClaimResult(ClaimOutcome.CLAIMED)
