@@ -27,7 +27,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects import mysql
 
 from pausetoken.exceptions import StoreUnavailable
-from pausetoken.plugins import ClaimOutcome, ClaimResult
+from pausetoken.plugins import ClaimOutcome, ClaimResult, PauseState
 from pausetoken_sqlalchemy._failures import (
     AUTHENTICATION,
     MISSING_DATABASE,
@@ -81,6 +81,7 @@ _MY_OTHER: Final = 3
 _MY_REVOKED: Final = 4
 _MY_IN_PROGRESS: Final = 5
 _MY_UNKNOWN: Final = 6
+_MY_CONFIRMED: Final = 7  # consume only: a redemption by its own lease (a retry)
 _MY_LEASE_OFFSET: Final = 1 << 57
 _MY_OUTCOMES: Final = {
     _MY_INSERTED: ClaimResult(ClaimOutcome.CLAIMED),
@@ -89,6 +90,9 @@ _MY_OUTCOMES: Final = {
     _MY_OTHER: ClaimResult(ClaimOutcome.REDEEMED_OTHER),
     _MY_REVOKED: ClaimResult(ClaimOutcome.REVOKED),
 }
+_MY_CONSUMED: Final = {**_MY_OUTCOMES, _MY_CONFIRMED: ClaimResult(ClaimOutcome.CLAIMED)}
+_CLAIMED_STATE: Final = PauseState.CLAIMED.value
+_REDEEMED_STATE: Final = PauseState.REDEEMED.value
 # What renew and commit report when their WHERE matched (and 0, from the OK packet, when
 # it did not). The argument of LAST_INSERT_ID must depend on the row: a constant one
 # (``LAST_INSERT_ID(1) = 1 AND ...``) is folded while the statement is prepared and then
@@ -101,6 +105,18 @@ _MY_MATCHED: Final = frozenset({_MY_RAISED, _MY_KEPT})
 _MY_LEASE_IS: Final = "CAST(lease_id AS BINARY) = CAST(%s AS BINARY)"
 
 
+def _outcome(code: int, outcomes: Mapping[int, ClaimResult]) -> ClaimResult:
+    """The answer a claim or consume statement reported (see the encoding above)."""
+    if code >= 8 and code % 8 == _MY_IN_PROGRESS:  # noqa: PLR2004 - see the encoding above
+        return ClaimResult(
+            ClaimOutcome.IN_PROGRESS, lease_until=from_us(code // 8 - _MY_LEASE_OFFSET)
+        )
+    try:
+        return outcomes[code]
+    except KeyError as exc:
+        raise unexpected_state(code) from exc
+
+
 class MySQLStatements(Statements):
     """MySQL and MariaDB through asyncmy."""
 
@@ -108,30 +124,51 @@ class MySQLStatements(Statements):
         super().__init__(quoted_table)
         t = quoted_table
         ended = "(state = 'claimed' AND lease_until_us <= %s)"
-        # Under left-to-right assignment later expressions see earlier assignments, so the
-        # report comes first and the columns ``ended`` reads (state, lease_until_us) are
-        # assigned last; under simultaneous assignment the order does not matter.
-        self._claim_sql = (
-            f"INSERT INTO {t} (pause_key, scope_hash, name, state, response_hash, lease_id,"
-            " lease_until_us, expires_at_us, created_at_us, updated_at_us)"
-            " VALUES (%s, %s, %s, 'claimed', %s, %s, %s, %s, %s, %s)"
-            " ON DUPLICATE KEY UPDATE"
-            " updated_at_us = IF(LAST_INSERT_ID(CASE"
-            f" WHEN {ended} THEN {_MY_TAKEN_OVER}"
-            " WHEN state = 'claimed' THEN"
-            f" (lease_until_us + {_MY_LEASE_OFFSET}) * 8 + {_MY_IN_PROGRESS}"
-            " WHEN state = 'redeemed'"
-            f" AND CAST(response_hash AS BINARY) = CAST(%s AS BINARY) THEN {_MY_SAME}"
-            f" WHEN state = 'redeemed' THEN {_MY_OTHER}"
-            f" WHEN state = 'revoked' THEN {_MY_REVOKED}"
-            f" ELSE {_MY_UNKNOWN} END) = {_MY_TAKEN_OVER}, %s, updated_at_us),"
-            f" scope_hash = IF({ended}, %s, scope_hash),"
-            f" name = IF({ended}, %s, name),"
-            f" response_hash = IF({ended}, %s, response_hash),"
-            f" lease_id = IF({ended}, %s, lease_id),"
-            " expires_at_us = GREATEST(expires_at_us, %s),"
-            f" lease_until_us = IF({ended}, %s, lease_until_us)"
-        )
+        # What a takeover by this statement has written by the time the last assignments
+        # run under left-to-right assignment: this statement's lease and stamp.
+        written = f"({_MY_LEASE_IS} AND updated_at_us = %s)"
+
+        def upsert(state: str) -> str:
+            # Under left-to-right assignment later expressions see earlier assignments, so
+            # the report comes first and the columns ``ended`` reads (state, lease_until_us)
+            # are assigned last; under simultaneous assignment the order does not matter. A
+            # claim assigns only lease_until_us of the two. A consume assigns both, so
+            # whichever comes second would no longer see a lapsed claim (left to right):
+            # their condition also accepts the row this statement took over (``written``:
+            # its stamp never repeats within a store, and no other row carries it with this
+            # lease id). Parameters: `claim_params()` and `consume_params()`.
+            consume = state != _CLAIMED_STATE
+            taken = f"({ended} OR {written})" if consume else ended
+            return (
+                f"INSERT INTO {t} (pause_key, scope_hash, name, state, response_hash, lease_id,"
+                " lease_until_us, expires_at_us, created_at_us, updated_at_us)"
+                f" VALUES (%s, %s, %s, '{state}', %s, %s, %s, %s, %s, %s)"
+                " ON DUPLICATE KEY UPDATE"
+                " updated_at_us = IF(LAST_INSERT_ID(CASE"
+                f" WHEN {ended} THEN {_MY_TAKEN_OVER}"
+                " WHEN state = 'claimed' THEN"
+                f" (lease_until_us + {_MY_LEASE_OFFSET}) * 8 + {_MY_IN_PROGRESS}"
+                + (
+                    f" WHEN state = 'redeemed' AND {_MY_LEASE_IS} THEN {_MY_CONFIRMED}"
+                    if consume
+                    else ""
+                )
+                + " WHEN state = 'redeemed'"
+                f" AND CAST(response_hash AS BINARY) = CAST(%s AS BINARY) THEN {_MY_SAME}"
+                f" WHEN state = 'redeemed' THEN {_MY_OTHER}"
+                f" WHEN state = 'revoked' THEN {_MY_REVOKED}"
+                f" ELSE {_MY_UNKNOWN} END) = {_MY_TAKEN_OVER}, %s, updated_at_us),"
+                f" scope_hash = IF({ended}, %s, scope_hash),"
+                f" name = IF({ended}, %s, name),"
+                f" response_hash = IF({ended}, %s, response_hash),"
+                f" lease_id = IF({ended}, %s, lease_id),"
+                " expires_at_us = GREATEST(expires_at_us, %s),"
+                + (f" state = IF({taken}, '{state}', state)," if consume else "")
+                + f" lease_until_us = IF({taken}, %s, lease_until_us)"
+            )
+
+        self._claim_sql = upsert(_CLAIMED_STATE)
+        self._consume_sql = upsert(_REDEEMED_STATE)
         self._renew_sql = (
             f"UPDATE {t} SET updated_at_us = IF(LAST_INSERT_ID(IF(lease_until_us < %s,"
             f" {_MY_RAISED}, {_MY_KEPT})) = {_MY_RAISED}, %s, updated_at_us),"
@@ -173,6 +210,17 @@ class MySQLStatements(Statements):
             *(now, args.lease_id, args.expires_at_us, now, args.lease_until_us),
         )
 
+    def consume_params(self, args: ClaimArgs, stamp: int) -> Any:
+        now, lease_id = args.now_us, args.lease_id
+        return (
+            *(args.key, args.scope_hash, args.name, args.response_hash, lease_id),
+            *(args.lease_until_us, args.expires_at_us, stamp, stamp),
+            *(now, lease_id, args.response_hash, stamp),
+            *(now, args.scope_hash, now, args.name, now, args.response_hash),
+            *(now, lease_id, args.expires_at_us, now, lease_id, stamp),
+            *(now, lease_id, stamp, args.lease_until_us),
+        )
+
     async def _report(self, conn: Any, sql: str, args: Sequence[Any]) -> int:
         """Run one statement; the value it passed to ``LAST_INSERT_ID`` (0 if none)."""
         async with conn.cursor() as cursor:
@@ -181,14 +229,11 @@ class MySQLStatements(Statements):
 
     async def claim(self, conn: Any, args: ClaimArgs) -> ClaimResult:
         params = self.claim_params(args, self._stamps.next())
-        code = await self._report(conn, self._claim_sql, params)
-        if code >= 8 and code % 8 == _MY_IN_PROGRESS:  # noqa: PLR2004 - see the encoding above
-            until = from_us(code // 8 - _MY_LEASE_OFFSET)
-            return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=until)
-        try:
-            return _MY_OUTCOMES[code]
-        except KeyError as exc:
-            raise unexpected_state(code) from exc
+        return _outcome(await self._report(conn, self._claim_sql, params), _MY_OUTCOMES)
+
+    async def consume(self, conn: Any, args: ClaimArgs) -> ClaimResult:
+        params = self.consume_params(args, self._stamps.next())
+        return _outcome(await self._report(conn, self._consume_sql, params), _MY_CONSUMED)
 
     async def _rows(self, conn: Any, sql: str, args: Sequence[Any]) -> Sequence[Any]:
         async with conn.cursor() as cursor:

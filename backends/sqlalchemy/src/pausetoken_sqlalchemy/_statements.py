@@ -9,7 +9,7 @@ engine does that is in its family's subclass of `Statements`:
 ``INSERT ... ON DUPLICATE KEY UPDATE`` reporting through ``LAST_INSERT_ID`` on MySQL and
 MariaDB (`MySQLStatements`).
 
-Expiry is only ever raised: claim, commit and revoke keep the later of the row's
+Expiry is only ever raised: claim, consume, commit and revoke keep the later of the row's
 ``expires_at_us`` and the one given (``GREATEST`` / SQLite's two-argument ``MAX``).
 """
 
@@ -197,6 +197,17 @@ class Statements(ABC):
     @abstractmethod
     async def claim(self, conn: Any, args: ClaimArgs) -> ClaimResult:
         """Claim ``args.key``: exactly one concurrent caller gets ``CLAIMED``."""
+
+    @abstractmethod
+    def consume_params(self, args: ClaimArgs, stamp: int) -> Any:
+        """The driver parameters of the consume statement (for benchmarks as well)."""
+
+    @abstractmethod
+    async def consume(self, conn: Any, args: ClaimArgs) -> ClaimResult:
+        """Claim and commit ``args.key`` at once: ``CLAIMED`` for one concurrent caller.
+
+        ``CLAIMED`` also confirms a redemption this lease already made.
+        """
 
     @abstractmethod
     async def renew(self, conn: Any, key: bytes, lease_id: str, lease_until_us: int) -> bool:

@@ -282,6 +282,22 @@ class SQLAlchemyStore:
         args = ClaimArgs.from_request(request)
         return await self._run("claim", lambda conn: self._statements.claim(conn, args))
 
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        """Claim and commit ``request.pause_key`` in one statement.
+
+        Does what `claim()` followed at once by `commit()` with the request's lease and
+        expiry would do (see [`SupportsConsume`][pausetoken.plugins.SupportsConsume]): an
+        absent pause, or a claimed one whose lease ended, becomes ``REDEEMED`` by this
+        lease (``CLAIMED``), and a retry whose first attempt landed is confirmed
+        (``CLAIMED`` again); any other row answers as a claim would and keeps every field
+        but the expiry, which becomes the later of its own and the request's.
+
+        Raises:
+            StoreUnavailable: The database cannot be reached or timed out.
+        """
+        args = ClaimArgs.from_request(request)
+        return await self._run("consume", lambda conn: self._statements.consume(conn, args))
+
     async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
         """Move the lease's end to ``lease_until`` (never earlier) if ``lease_id`` holds it.
 
