@@ -367,8 +367,16 @@ class PauseTokens:
     ) -> Redemption[_P, _R]:
         """Redeem in one step (claim and commit); see `redeem()` for the checks and ``expect``.
 
+        On a store that offers it ([`SupportsConsume`][pausetoken.plugins.SupportsConsume]) the
+        claim and the commit are one store call; on others, two.
+
         Returns:
             The redemption; ``replayed`` is true for a retry of a committed answer.
+
+        Raises:
+            StoreUnavailable: as for `redeem()`; with the code ``consume_unconfirmed`` when a
+                one-call consume failed, and the store may have recorded the answer (nothing
+                was acted on: ask `status()` once the store is back).
         """
         return await self._redeemer.consume(Attempt(token, response, scope, principal, expect))
 
