@@ -47,6 +47,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     slow = {
         StoreConformance.test_processes_racing_for_the_same_pauses_get_one_winner_each,
+        StoreConformance.test_processes_consuming_and_claiming_the_same_pauses_get_one_winner_each,
         StoreConformance.test_store_follows_the_state_machine_model,
     }
     for item in items:

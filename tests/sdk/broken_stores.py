@@ -403,3 +403,20 @@ class ReadThenWriteFileClaim(SQLiteFileStore):
                 self._write(_claimed(request, row))
                 return ClaimResult(ClaimOutcome.CLAIMED)
         return await super().claim(request)
+
+
+class ReadThenWriteFileConsume(SQLiteFileStore):
+    """`ReadThenWriteFileClaim` for the one-call consume: read, then write, unprotected."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._connection = asyncio.Lock()
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        async with self._connection:
+            row = self._row(request.pause_key)
+            await asyncio.sleep(0)  # the round trip between the SELECT and the INSERT
+            if row is None or _lapsed(row, request.now):
+                self._write(attrs.evolve(_claimed(request, row), state=PauseState.REDEEMED))
+                return ClaimResult(ClaimOutcome.CLAIMED)
+        return await super().consume(request)

@@ -87,6 +87,12 @@ class SQLiteFileStore:
         )
 
     async def claim(self, request: ClaimRequest) -> ClaimResult:
+        return self._take(request, PauseState.CLAIMED)
+
+    async def consume(self, request: ClaimRequest) -> ClaimResult:
+        return self._take(request, PauseState.REDEEMED)
+
+    def _take(self, request: ClaimRequest, state: PauseState) -> ClaimResult:
         key = request.pause_key
         self._db.execute("BEGIN IMMEDIATE")
         try:
@@ -104,7 +110,7 @@ class SQLiteFileStore:
                 self._write(
                     PauseRecord(
                         pause_key=key,
-                        state=PauseState.CLAIMED,
+                        state=state,
                         scope_hash=request.scope_hash,
                         name=request.name,
                         expires_at=expires,
@@ -118,6 +124,8 @@ class SQLiteFileStore:
             if row.state is PauseState.CLAIMED:
                 return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=row.lease_until)
             if row.state is PauseState.REDEEMED:
+                if state is PauseState.REDEEMED and row.lease_id == request.lease_id:
+                    return ClaimResult(ClaimOutcome.CLAIMED)  # a retried consume, confirmed
                 same = row.response_hash == request.response_hash
                 return ClaimResult(
                     ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER

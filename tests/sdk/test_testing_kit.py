@@ -313,6 +313,21 @@ def test_the_process_race_alone_catches_a_claim_of_two_round_trips(tmp_path: Pat
     assert max(counts.values()) > 1, "no pause was won twice"
 
 
+@pytest.mark.slow
+def test_the_process_race_with_consume_catches_a_consume_of_two_round_trips(
+    tmp_path: Path,
+) -> None:
+    keys = [new_jti() for _ in range(_Kit.process_race_keys)]
+    counts = race_processes(
+        "broken_stores:ReadThenWriteFileConsume",
+        keys,
+        processes=4,
+        options={"path": str(tmp_path / "race.db")},
+        consume=True,
+    )
+    assert max(counts.values()) > 1, "no pause was won twice"
+
+
 async def test_the_process_race_fails_without_a_url_or_a_stated_reason() -> None:
     with pytest.raises(pytest.fail.Exception, match="process_race_skip_reason"):
         await _Kit().test_processes_racing_for_the_same_pauses_get_one_winner_each(

@@ -98,6 +98,8 @@ class _Job:
     #: Wall-clock time (``time.time()``) after which the worker gives up.
     deadline: float
     rounds: int
+    #: Whether every other process consumes in one call instead of claiming.
+    consume: bool = False
 
 
 def race_processes(
@@ -108,6 +110,7 @@ def race_processes(
     options: Mapping[str, Any] | None = None,
     timeout: float = 120.0,
     rounds: int = 10,
+    consume: bool = False,
 ) -> dict[str, int]:
     """Claim every pause from several processes at once; count the ``CLAIMED`` answers.
 
@@ -121,7 +124,10 @@ def race_processes(
     meet on some key halfway through. A store
     that is correct across processes answers ``CLAIMED`` exactly once per key. The store must
     be shared between processes (a database file or server): a process-local store such as
-    ``memory://`` is refused.
+    ``memory://`` is refused. With ``consume``, every other process consumes in one call
+    (``store.consume``, a store with
+    [`SupportsConsume`][pausetoken.plugins.SupportsConsume]) instead of claiming, so that
+    consumes race claims: still one ``CLAIMED`` per key.
 
     Examples:
         ```python
@@ -137,6 +143,7 @@ def race_processes(
         timeout: Seconds the whole race may take, starting the processes included.
         rounds: How many rounds the keys are split into (each started together): more
             rounds give a claim that reads and then writes more chances to be caught.
+        consume: Let every other process consume instead of claim.
 
     Returns:
         For each key, how many processes got ``CLAIMED``.
@@ -163,7 +170,12 @@ def race_processes(
     barrier = ctx.Barrier(processes, action=functools.partial(_set_start, start))
     results: multiprocessing.Queue[tuple[Any, ...]] = ctx.Queue()
     job = _Job(
-        url, keys, dict(options or {}), time.time() + timeout, max(1, min(rounds, len(keys)))
+        url,
+        keys,
+        dict(options or {}),
+        time.time() + timeout,
+        max(1, min(rounds, len(keys))),
+        consume=consume,
     )
     workers = [
         ctx.Process(
@@ -284,7 +296,8 @@ async def _claim_all(
             # Wait in a thread so the store's own loop keeps running while the others come.
             await asyncio.to_thread(barrier.wait, max(0.0, job.deadline - time.time()))
             await _until(start.value)
-            claimed += await _claim_round(store, round_keys[::-1] if backwards else round_keys)
+            keys = round_keys[::-1] if backwards else round_keys
+            claimed += await _claim_round(store, keys, consume=job.consume and backwards)
     finally:
         await store.aclose()
     return claimed
@@ -297,7 +310,7 @@ async def _until(moment: float) -> None:
         pass
 
 
-async def _claim_round(store: TokenStore, keys: Sequence[str]) -> list[str]:
+async def _claim_round(store: TokenStore, keys: Sequence[str], *, consume: bool) -> list[str]:
     now = datetime.now(UTC)
     requests = [
         ClaimRequest(
@@ -312,7 +325,8 @@ async def _claim_round(store: TokenStore, keys: Sequence[str]) -> list[str]:
         )
         for key in keys
     ]
-    outcomes = await asyncio.gather(*(store.claim(r) for r in requests))
+    take = store.consume if consume else store.claim  # type: ignore[attr-defined]
+    outcomes = await asyncio.gather(*(take(r) for r in requests))
     return [
         r.pause_key
         for r, o in zip(requests, outcomes, strict=True)

@@ -1098,6 +1098,26 @@ class StoreConformance:
     async def test_processes_racing_for_the_same_pauses_get_one_winner_each(
         self, store: TokenStore, store_url: str | None, store_url_options: Mapping[str, Any]
     ) -> None:
+        keys = await self._race_processes(store_url, store_url_options, consume=False)
+        for key in keys:
+            record = await store.status(key)
+            assert record is not None, "a race winner's row is not visible through 'store'"
+            assert record.state is PauseState.CLAIMED, record
+
+    async def test_processes_consuming_and_claiming_the_same_pauses_get_one_winner_each(
+        self, store: TokenStore, store_url: str | None, store_url_options: Mapping[str, Any]
+    ) -> None:
+        self.consumer(store)
+        keys = await self._race_processes(store_url, store_url_options, consume=True)
+        for key in keys:
+            record = await store.status(key)
+            assert record is not None, "a race winner's row is not visible through 'store'"
+            assert record.state in {PauseState.CLAIMED, PauseState.REDEEMED}, record
+
+    async def _race_processes(
+        self, store_url: str | None, store_url_options: Mapping[str, Any], *, consume: bool
+    ) -> list[str]:
+        """Race fresh keys across processes; each must have exactly one winner."""
         if self.process_race_skip_reason:
             pytest.skip(self.process_race_skip_reason)
         if store_url is None:
@@ -1115,12 +1135,10 @@ class StoreConformance:
             options=store_url_options,
             timeout=self.process_race_timeout,
             rounds=self.process_race_rounds,
+            consume=consume,
         )
         assert counts == dict.fromkeys(keys, 1)
-        for key in keys:
-            record = await store.status(key)
-            assert record is not None, "a race winner's row is not visible through 'store'"
-            assert record.state is PauseState.CLAIMED, record
+        return keys
 
     # -- the state machine ----------------------------------------------------------------
 
