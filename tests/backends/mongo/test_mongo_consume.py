@@ -1,4 +1,9 @@
-"""``MongoStore.consume``: claim and commit in one command, exactly as the two would leave it."""
+"""``MongoStore.consume``: claim and commit in one command, exactly as the two would leave it.
+
+The rules every store follows (outcomes, retries, takeovers, races) are the conformance
+kit's, run against the store in this directory's conformance tests; these are what only
+this store can show: its round trips and what it writes on the server.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,6 @@ from mongo_support import DATABASE
 from pymongo import AsyncMongoClient, monitoring
 
 import servers
-from pausetoken._race import race_tasks
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import (
     ClaimOutcome,
@@ -192,29 +196,6 @@ async def test_consume_leaves_exactly_what_claim_then_commit_leave(
     assert one == two
 
 
-async def test_a_retried_consume_by_the_same_lease_is_claimed_again(store: MongoStore) -> None:
-    now, key = _now(), _key()
-    request = _request(key, now=now, lease_id="lease-a")
-    assert await store.consume(request) == CLAIMED
-    record = _record(request, PauseState.REDEEMED)
-    assert await store.consume(request) == CLAIMED
-    await _assert_status(store, record)
-    # A retry with a later expiry raises it; one with a lower expiry leaves it.
-    later = attrs.evolve(request, now=now + timedelta(minutes=1), expires_at=now + 2 * TTL)
-    assert await store.consume(later) == CLAIMED
-    record = attrs.evolve(record, expires_at=later.expires_at)
-    await _assert_status(store, record)
-    assert await store.consume(request) == CLAIMED
-    await _assert_status(store, record)
-    # Only the expiry moves: the lease id names the attempt that redeemed.
-    odd = attrs.evolve(request, response_hash=OTHER_ANSWER, lease_until=now + 2 * LEASE)
-    assert await store.consume(odd) == CLAIMED
-    await _assert_status(store, record)
-    assert (await store.claim(request)).outcome is ClaimOutcome.REDEEMED_SAME
-    assert await store.commit(key, "lease-a", request.expires_at) is True
-    await _assert_status(store, record)
-
-
 async def test_consume_by_the_lease_that_committed_is_claimed_again(store: MongoStore) -> None:
     now, key = _now(), _key()
     request = _request(key, now=now, lease_id="lease-a")
@@ -222,87 +203,6 @@ async def test_consume_by_the_lease_that_committed_is_claimed_again(store: Mongo
     assert await store.commit(key, "lease-a", request.expires_at) is True
     assert await store.consume(request) == CLAIMED
     await _assert_status(store, _record(request, PauseState.REDEEMED))
-
-
-@pytest.mark.parametrize("lapsed_by", [timedelta(0), timedelta(seconds=3, microseconds=9)])
-async def test_consume_after_a_lapsed_claim_takes_over_and_shuts_out_the_old_holder(
-    store: MongoStore, lapsed_by: timedelta
-) -> None:
-    now, key = _now(), _key()
-    old = _request(key, now=now, lease_id="lease-a", answer=OTHER_ANSWER)
-    assert await store.claim(old) == CLAIMED
-    at = old.lease_until + lapsed_by
-    new = _request(key, now=at, lease_id="lease-b", scope_hash=OTHER_SCOPE, name="second-look")
-    assert await store.consume(new) == CLAIMED
-    record = _record(new, PauseState.REDEEMED)
-    await _assert_status(store, record)
-    assert await store.renew(key, "lease-a", at + timedelta(hours=1)) is False
-    assert await store.commit(key, "lease-a", at + TTL) is False
-    assert await store.release(key, "lease-a") is False
-    await _assert_status(store, record)
-    assert (await store.claim(_request(key, now=at))).outcome is ClaimOutcome.REDEEMED_SAME
-    other = _request(key, now=at, answer=OTHER_ANSWER)
-    assert (await store.consume(other)).outcome is ClaimOutcome.REDEEMED_OTHER
-
-
-async def test_consume_during_a_live_lease_is_in_progress_and_changes_only_the_expiry(
-    store: MongoStore,
-) -> None:
-    now, key = _now(), _key()
-    holder = _request(key, now=now, lease_id="lease-a")
-    assert await store.claim(holder) == CLAIMED
-    record = _record(holder, PauseState.CLAIMED)
-    busy = ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=holder.lease_until)
-    at = holder.lease_until - TICK
-    lower = _request(
-        key,
-        now=at,
-        lease_id="lease-b",
-        answer=OTHER_ANSWER,
-        scope_hash=OTHER_SCOPE,
-        name="second-look",
-        expires_at=holder.expires_at - TICK,
-    )
-    assert await store.consume(lower) == busy
-    await _assert_status(store, record)
-    higher = attrs.evolve(lower, expires_at=holder.expires_at + TICK)
-    assert await store.consume(higher) == busy
-    await _assert_status(store, attrs.evolve(record, expires_at=higher.expires_at))
-    assert await store.commit(key, "lease-a", holder.expires_at) is True
-    await _assert_status(
-        store, attrs.evolve(record, state=PauseState.REDEEMED, expires_at=higher.expires_at)
-    )
-
-
-@pytest.mark.parametrize(
-    ("answer", "outcome"),
-    [(ANSWER, ClaimOutcome.REDEEMED_SAME), (OTHER_ANSWER, ClaimOutcome.REDEEMED_OTHER)],
-    ids=["same", "other"],
-)
-async def test_consume_of_a_pause_another_lease_redeemed_answers_by_response_hash(
-    store: MongoStore, answer: str, outcome: ClaimOutcome
-) -> None:
-    now, key = _now(), _key()
-    first = _request(key, now=now, lease_id="lease-a")
-    assert await store.consume(first) == CLAIMED
-    record = _record(first, PauseState.REDEEMED)
-    again = _request(key, now=now + TTL - TICK, lease_id="lease-b", answer=answer)
-    assert await store.consume(again) == ClaimResult(outcome)
-    await _assert_status(store, attrs.evolve(record, expires_at=again.expires_at))
-
-
-async def test_consume_of_a_revoked_pause_is_revoked_and_changes_only_the_expiry(
-    store: MongoStore,
-) -> None:
-    now, key = _now(), _key()
-    revoked = await store.revoke(key, SCOPE, "approval", now + TTL, now)
-    assert revoked.state is PauseState.REVOKED
-    lower = _request(key, now=now, expires_at=now + TTL - TICK, scope_hash=OTHER_SCOPE)
-    assert await store.consume(lower) == ClaimResult(ClaimOutcome.REVOKED)
-    await _assert_status(store, revoked)
-    higher = attrs.evolve(lower, expires_at=now + TTL + TICK)
-    assert await store.consume(higher) == ClaimResult(ClaimOutcome.REVOKED)
-    await _assert_status(store, attrs.evolve(revoked, expires_at=higher.expires_at))
 
 
 @pytest.mark.parametrize("state", ["claimed", "redeemed", "revoked", "lapsed", "retried"])
@@ -339,42 +239,6 @@ def _bound(
     method: Callable[[ClaimRequest], Awaitable[ClaimResult]], request: ClaimRequest
 ) -> Callable[[], Awaitable[ClaimResult]]:
     return lambda: method(request)
-
-
-@pytest.mark.parametrize("before", ["nothing", "lapsed_claim"])
-async def test_50_concurrent_consumes_and_claims_of_one_pause_have_exactly_one_winner(
-    mongodb_url: str, collection: str, store: MongoStore, before: str
-) -> None:
-    racers = [MongoStore.from_url(mongodb_url, collection=collection) for _ in range(8)]
-    try:
-        for racer in racers:
-            await racer.check()
-        for _ in range(3):
-            now, key = _now(), _key()
-            at = now
-            if before == "lapsed_claim":
-                assert await store.claim(_request(key, now=now, lease_id="lease-dead")) == CLAIMED
-                at = now + LEASE
-            requests = [_request(key, now=at) for _ in range(50)]
-            calls: list[Callable[[], Awaitable[ClaimResult]]] = []
-            for i, request in enumerate(requests):
-                racer = racers[i % len(racers)]
-                calls.append(_bound(racer.consume if i % 2 else racer.claim, request))
-            results = await race_tasks(calls)
-            outcomes = [result.outcome for result in results]
-            assert outcomes.count(ClaimOutcome.CLAIMED) == 1, outcomes
-            won = outcomes.index(ClaimOutcome.CLAIMED)
-            winner = requests[won]
-            if won % 2:  # a consume won: the pause is redeemed with its answer
-                await _assert_status(store, _record(winner, PauseState.REDEEMED))
-                losers = {ClaimResult(ClaimOutcome.REDEEMED_SAME)}
-            else:
-                await _assert_status(store, _record(winner, PauseState.CLAIMED))
-                losers = {ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=winner.lease_until)}
-            assert {r for i, r in enumerate(results) if i != won} == losers
-    finally:
-        for racer in racers:
-            await racer.aclose()
 
 
 @pytest.mark.parametrize("before", ["nothing", "lapsed_claim", "consumed"])
