@@ -58,6 +58,7 @@ from joserfc import jwt
 from joserfc.jwk import OctKey
 
 import pausetoken.plugins
+from _drivers import connect
 from _results import record
 from pausetoken import (
     Interrupt,
@@ -292,31 +293,9 @@ class SqlBaseline(Baseline):
 
     async def open(self, size: int) -> None:
         """Open the connections (one on SQLite) and create the table."""
-        u = self.url
         for _ in range(1 if self.family == "sqlite" else size):
-            if self.family == "postgresql":
-                import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415
-
-                dsn = u.set(drivername="postgresql").render_as_string(hide_password=False)
-                conn: Any = await asyncpg.connect(dsn)
-            elif self.family == "mysql":
-                import asyncmy  # noqa: PLC0415
-
-                conn = await asyncmy.connect(
-                    host=u.host,
-                    port=u.port or 3306,
-                    user=u.username,
-                    password=u.password or "",
-                    db=u.database,
-                    autocommit=True,
-                )
-            else:
-                import aiosqlite  # noqa: PLC0415
-
-                # As the store opens its file: autocommit, WAL, a busy timeout.
-                conn = await aiosqlite.connect(u.database or "", isolation_level=None)
-                await conn.execute("PRAGMA busy_timeout = 30000")
-                await conn.execute("PRAGMA journal_mode = WAL")
+            # As the store opens its file: autocommit, WAL, a busy timeout.
+            conn = await connect(self.family, self.url, wal=True)
             self.conns.append(conn)
             self.idle.put_nowait(conn)
         key = "VARBINARY(64)" if self.family == "mysql" else "TEXT"

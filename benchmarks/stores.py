@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from _drivers import connect
 from _results import record
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 
@@ -136,29 +137,8 @@ class RawDriver:
         self.idle: asyncio.Queue[Any] = asyncio.Queue()
 
     async def open(self, size: int) -> None:
-        u = self.url
         for _ in range(1 if self.family == "sqlite" else size):
-            if self.family == "postgresql":
-                import asyncpg  # type: ignore[import-untyped]  # noqa: PLC0415
-
-                dsn = u.set(drivername="postgresql").render_as_string(hide_password=False)
-                conn: Any = await asyncpg.connect(dsn)
-            elif self.family == "mysql":
-                import asyncmy  # noqa: PLC0415
-
-                conn = await asyncmy.connect(
-                    host=u.host,
-                    port=u.port or 3306,
-                    user=u.username,
-                    password=u.password or "",
-                    db=u.database,
-                    autocommit=True,
-                )
-            else:
-                import aiosqlite  # noqa: PLC0415
-
-                conn = await aiosqlite.connect(u.database or "", isolation_level=None)
-                await conn.execute("PRAGMA busy_timeout = 30000")
+            conn = await connect(self.family, self.url)
             self.conns.append(conn)
             self.idle.put_nowait(conn)
 
