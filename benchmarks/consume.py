@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import itertools
 import os
 import secrets
@@ -71,12 +70,11 @@ from pausetoken import (
 from redeem import PAYLOAD, Decision, Refund
 from stores import (
     DEFAULT_URLS,
-    ENGINE_MODULES,
     ENV,
     drop_redis_keys,
     drop_table,
-    no_default_server,
     rate,
+    runnable,
 )
 
 if TYPE_CHECKING:
@@ -473,15 +471,7 @@ def main() -> None:
     n, rounds = (500, 3) if args.quick else (4000, 5)
     engines = ENGINES if args.engine == "all" else (args.engine,)
     with tempfile.TemporaryDirectory() as tmp:
-        for family in engines:
-            missing = [m for m in ENGINE_MODULES[family] if importlib.util.find_spec(m) is None]
-            if missing:
-                print(f"\n== {family}: skipped ({', '.join(missing)} not installed)")
-                continue
-            unreachable = no_default_server(family)
-            if unreachable:
-                print(f"\n== {family}: skipped ({unreachable})")
-                continue
+        for family in runnable(engines):
             if family == "redis":
                 url = os.environ.get(ENV[family]) or DEFAULT_URLS[family]
                 asyncio.run(bench_redis(url, n, rounds))

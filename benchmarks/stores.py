@@ -70,7 +70,7 @@ from _results import record
 from pausetoken.plugins import ClaimOutcome, ClaimRequest, PauseState
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 
     from pausetoken.plugins import TokenStore
     from pausetoken_mongo import MongoStore
@@ -677,6 +677,20 @@ def run_mongo(tmp: str, *, quick: bool) -> None:
         server.wait(10)
 
 
+def runnable(engines: Iterable[str]) -> Iterator[str]:
+    """The engines whose modules are installed and whose server is there; notes the rest."""
+    for family in engines:
+        missing = [m for m in ENGINE_MODULES[family] if importlib.util.find_spec(m) is None]
+        if missing:
+            print(f"\n== {family}: skipped ({', '.join(missing)} not installed)")
+            continue
+        unreachable = no_default_server(family)
+        if unreachable:
+            print(f"\n== {family}: skipped ({unreachable})")
+            continue
+        yield family
+
+
 def no_default_server(family: str) -> str | None:
     """Why the loopback server an engine defaults to is not there, or ``None``.
 
@@ -702,15 +716,7 @@ def main() -> None:
     every = ["sqlite", "postgresql", "mysql", "redis", "mongodb"]
     engines = every if args.engine == "all" else [args.engine]
     with tempfile.TemporaryDirectory() as tmp:
-        for family in engines:
-            missing = [m for m in ENGINE_MODULES[family] if importlib.util.find_spec(m) is None]
-            if missing:
-                print(f"\n== {family}: skipped ({', '.join(missing)} not installed)")
-                continue
-            unreachable = no_default_server(family)
-            if unreachable:
-                print(f"\n== {family}: skipped ({unreachable})")
-                continue
+        for family in runnable(engines):
             if family == "mongodb":
                 run_mongo(tmp, quick=args.quick)
                 continue
