@@ -36,7 +36,7 @@ in ``stores.py``: a driver or store distribution not installed, or no URL variab
 are made for the run and removed afterwards.
 
     python benchmarks/consume.py                      # 5 rounds x 4,000 consumes each
-    python benchmarks/consume.py --quick              # 3 rounds x 500
+    python benchmarks/consume.py --quick              # 2 rounds x 300
     python benchmarks/consume.py --engine postgresql  # one engine
 """
 
@@ -468,7 +468,7 @@ def main() -> None:
     parser.add_argument("--engine", choices=[*ENGINES, "all"], default="all")
     parser.add_argument("--quick", action="store_true", help="fewer rounds, fewer consumes")
     args = parser.parse_args()
-    n, rounds = (500, 3) if args.quick else (4000, 5)
+    n, rounds = (300, 2) if args.quick else (4000, 5)
     engines = ENGINES if args.engine == "all" else (args.engine,)
     with tempfile.TemporaryDirectory() as tmp:
         for family in runnable(engines):

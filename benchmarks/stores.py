@@ -41,7 +41,7 @@ candidates alike. URLs come from ``PAUSETOKEN_TEST_POSTGRESQL_URL`` and
     python benchmarks/stores.py --engine postgresql   # one engine
     python benchmarks/stores.py --engine redis        # RedisStore against a raw script
     python benchmarks/stores.py --engine mongodb      # MongoDB (or nx-27017) only
-    python benchmarks/stores.py --quick               # fewer claims, 200,000 rows or keys
+    python benchmarks/stores.py --quick               # fewer claims, 50,000 rows or keys
 """
 
 from __future__ import annotations
@@ -329,8 +329,8 @@ async def bench(family: str, url: str, *, quick: bool) -> None:
 
     from pausetoken_sqlalchemy import SQLAlchemyStore  # noqa: PLC0415
 
-    n, rounds = (1000, 3) if quick else (4000, 5)
-    big = 200_000 if quick else 1_000_000
+    n, rounds = (400, 2) if quick else (4000, 5)
+    big = 50_000 if quick else 1_000_000
     table = f"pt_bench_{secrets.token_hex(4)}"
     options: dict[str, Any] = {"table_name": table}
     if family != "sqlite":
@@ -436,7 +436,7 @@ async def redis_latencies(url: str, prefix: str, n: int, rounds: int, *, quick: 
     """
     from pausetoken_redis import RedisStore  # noqa: PLC0415
 
-    big = 200_000 if quick else 1_000_000
+    big = 50_000 if quick else 1_000_000
     urls = {10_000: url, big: next_database(url)}
     stores = {keys: RedisStore.from_url(urls[keys], key_prefix=prefix) for keys in urls}
     try:
@@ -452,7 +452,7 @@ async def redis_latencies(url: str, prefix: str, n: int, rounds: int, *, quick: 
 async def bench_redis(url: str, *, quick: bool) -> None:
     from pausetoken_redis import RedisStore  # noqa: PLC0415
 
-    n, rounds = (2000, 3) if quick else (20_000, 5)
+    n, rounds = (1000, 2) if quick else (20_000, 5)
     prefix = f"pt-bench-{secrets.token_hex(4)}:"
     store = RedisStore.from_url(url, key_prefix=prefix, max_connections=16)
     raw = RedisStore.from_url(url, key_prefix=prefix, max_connections=16).client
@@ -574,7 +574,7 @@ async def mongo_latencies(
     """Claim latency with 10,000 documents and with 1,000,000, two collections in turns."""
     from pausetoken_mongo import MongoStore  # noqa: PLC0415
 
-    big = 200_000 if quick else 1_000_000
+    big = 50_000 if quick else 1_000_000
     stores = {
         documents: MongoStore.from_url(url, collection=f"{name}_{documents}")
         for documents in (10_000, big)
@@ -593,7 +593,7 @@ async def mongo_latencies(
 async def bench_mongo(url: str, server: str, *, quick: bool) -> None:
     from pausetoken_mongo import MongoStore  # noqa: PLC0415
 
-    n, rounds = (1000, 3) if quick else (4000, 5)
+    n, rounds = (400, 2) if quick else (4000, 5)
     name = f"pt_bench_{secrets.token_hex(4)}"
     served_by = server.split(" at ", maxsplit=1)[0]
     store = MongoStore.from_url(url, collection=name)
@@ -711,7 +711,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     engine_choices = ["sqlite", "postgresql", "mysql", "redis", "mongodb", "all"]
     parser.add_argument("--engine", choices=engine_choices, default="all")
-    parser.add_argument("--quick", action="store_true", help="fewer claims, 200,000 rows")
+    parser.add_argument("--quick", action="store_true", help="fewer claims, 50,000 rows")
     args = parser.parse_args()
     every = ["sqlite", "postgresql", "mysql", "redis", "mongodb"]
     engines = every if args.engine == "all" else [args.engine]
