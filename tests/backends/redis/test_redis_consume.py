@@ -26,6 +26,17 @@ from pausetoken.plugins import (
     SupportsConsume,
 )
 from pausetoken.testing._stateful import assert_same_record
+from pausetoken.testing._stores import (
+    LEASE,
+    OTHER_ANSWER,
+    TICK,
+    TTL,
+    StoreConformance,
+    _now,
+    redeemed_record,
+)
+from pausetoken.testing._stores import OTHER_SCOPE_HASH as OTHER_SCOPE
+from pausetoken.testing._stores import SCOPE_HASH as SCOPE
 from pausetoken_redis import RedisStore, _scripts
 from redis_servers import free_port, start_server, stop
 
@@ -33,62 +44,13 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
     from pathlib import Path
 
-SCOPE = hashlib.sha256(b"consume scope").hexdigest()
-OTHER_SCOPE = hashlib.sha256(b"another scope").hexdigest()
-ANSWER = hashlib.sha256(b"consume answer").hexdigest()
-OTHER_ANSWER = hashlib.sha256(b"another answer").hexdigest()
-# Odd microseconds everywhere: a store that rounds or truncates times is found out.
-TTL = timedelta(hours=1, microseconds=7)
-LEASE = timedelta(seconds=30, microseconds=1)
-TICK = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CLAIMED = ClaimResult(ClaimOutcome.CLAIMED)
-
-
-def _now() -> datetime:
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond | 1)
+_request = StoreConformance.request
 
 
 def _key() -> str:
     return secrets.token_urlsafe(12)
-
-
-def _request(
-    key: str,
-    *,
-    now: datetime,
-    lease_id: str | None = None,
-    answer: str = ANSWER,
-    scope_hash: str = SCOPE,
-    name: str = "approval",
-    lease: timedelta = LEASE,
-    expires_at: datetime | None = None,
-) -> ClaimRequest:
-    return ClaimRequest(
-        pause_key=key,
-        scope_hash=scope_hash,
-        name=name,
-        response_hash=answer,
-        expires_at=now + TTL if expires_at is None else expires_at,
-        lease_id=secrets.token_urlsafe(12) if lease_id is None else lease_id,
-        lease_until=now + lease,
-        now=now,
-    )
-
-
-def _record(request: ClaimRequest, state: PauseState, **changes: Any) -> PauseRecord:
-    record = PauseRecord(
-        pause_key=request.pause_key,
-        state=state,
-        scope_hash=request.scope_hash,
-        name=request.name,
-        expires_at=request.expires_at,
-        response_hash=request.response_hash,
-        lease_id=request.lease_id,
-        lease_until=request.lease_until,
-    )
-    return attrs.evolve(record, **changes)
 
 
 def _pexpiretime(moment: datetime) -> int:
@@ -117,7 +79,7 @@ def test_the_store_offers_consume() -> None:
 async def test_consume_of_an_unknown_pause_redeems_it_with_every_field(store: RedisStore) -> None:
     request = _request(_key(), now=_now(), lease_id="lease-a")
     assert await store.consume(request) == CLAIMED
-    await _assert_status(store, _record(request, PauseState.REDEEMED))
+    await _assert_status(store, redeemed_record(request))
 
 
 async def test_consume_is_one_evalsha(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,7 +110,7 @@ async def test_consume_leaves_exactly_what_claim_then_commit_leave(
     at = now
     if before != "nothing":
         for key in (consumed, committed):
-            first = _request(key, now=now, lease_id="lease-old", answer=OTHER_ANSWER)
+            first = _request(key, now=now, lease_id="lease-old", response_hash=OTHER_ANSWER)
             assert await store.claim(first) == CLAIMED
         at = now + LEASE if before == "lease_ends_now" else now + LEASE + timedelta(hours=2)
     expires_at = (now + TTL - TICK) if expiry == "lower" else (at + TTL + TICK)
@@ -182,7 +144,7 @@ async def test_consume_by_the_lease_that_committed_is_claimed_again(store: Redis
     assert await store.claim(request) == CLAIMED
     assert await store.commit(key, "lease-a", request.expires_at) is True
     assert await store.consume(request) == CLAIMED
-    await _assert_status(store, _record(request, PauseState.REDEEMED))
+    await _assert_status(store, redeemed_record(request))
 
 
 @pytest.mark.parametrize("state", ["claimed", "redeemed", "revoked", "lapsed", "retried"])
@@ -243,7 +205,7 @@ async def test_consume_loads_its_script_again_after_a_flush(tmp_path: Path) -> N
             await store.client.script_flush()  # what a restart does to the script cache
             request = _request(_key(), now=_now())
             assert await store.consume(request) == CLAIMED
-            await _assert_status(store, _record(request, PauseState.REDEEMED))
+            await _assert_status(store, redeemed_record(request))
     finally:
         stop(server)
 
@@ -262,7 +224,7 @@ async def test_a_consume_no_replica_acknowledges_is_unavailable_but_landed(
             with pytest.raises(StoreUnavailable, match="0 of 1 replica"):
                 await store.consume(request)
             # The redemption is on the primary; only its durability could not be confirmed.
-            await _assert_status(store, _record(request, PauseState.REDEEMED))
+            await _assert_status(store, redeemed_record(request))
             # A refusal wrote nothing but the expiry, and needs no acknowledgement.
             other = _request(request.pause_key, now=request.now)
             assert (await store.consume(other)).outcome is ClaimOutcome.REDEEMED_SAME
