@@ -100,6 +100,11 @@ DEFAULT_TIMEOUT: Final = 10.0
 # its own timeout: pymongo's default (20 s) kept the store from serving for up to 20 s
 # after a partition healed, its monitor waiting on a check sent while cut off.
 _CONNECT_TIMEOUT: Final = "connectTimeoutMS"
+# The driver's option bounding a wait for a usable server. Closing a client ends its
+# sessions on a server it selects first: with pymongo's default (30 s), a store closed
+# while cut off waited 30 s. Unless the URL sets it, it is the store's timeout too (the
+# store's operations are bounded by that timeout anyway).
+_SELECTION_TIMEOUT: Final = "serverSelectionTimeoutMS"
 
 
 def _split_store_options(url: str) -> tuple[str, dict[str, str]]:
@@ -135,9 +140,10 @@ def _driver_timeouts(url: str, timeout: object) -> dict[str, Any]:
     """
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         return {}
-    if not math.isfinite(timeout) or timeout <= 0 or _url_sets(url, _CONNECT_TIMEOUT):
+    if not math.isfinite(timeout) or timeout <= 0:
         return {}
-    return {_CONNECT_TIMEOUT: timeout * 1000}
+    derived = (_CONNECT_TIMEOUT, _SELECTION_TIMEOUT)
+    return {option: timeout * 1000 for option in derived if not _url_sets(url, option)}
 
 
 def _seconds(text: str) -> float:
@@ -250,6 +256,8 @@ class MongoStore:
         Unless the URL sets ``connectTimeoutMS``, the client's connect timeout is the store's
         ``timeout``: pymongo's server monitor waits that long on a check a partition left
         unanswered, so the store serves again within about ``timeout`` + 0.5 s of its end.
+        So is the client's ``serverSelectionTimeoutMS`` (unless the URL sets it): `aclose()`
+        during a partition then returns within ``timeout`` too.
 
         Raises:
             ConfigurationError: an unknown option, or a URL the driver refuses (the message
