@@ -41,7 +41,7 @@ from private_servers import (
     nx_27017_server,
     postgresql_server,
 )
-from redis_servers import start_server
+from redis_servers import private_cluster, start_server
 
 if TYPE_CHECKING:
     import subprocess
@@ -71,6 +71,14 @@ def server_of(engine: str, directory: Path) -> Iterator[PrivateServer]:
     elif engine == "mongodb":
         with nx_27017_server(directory) as server:
             yield server
+    elif engine == "redis-cluster":  # no partition test proxies a cluster: the clock test only
+        with private_cluster(directory, replicas=0) as cluster:
+            yield PrivateServer(
+                url=cluster.url,
+                port=cluster.ports[0],
+                start=lambda: cluster.start_node(0),
+                process=cluster.processes[0],
+            )
     else:
         port = free_port()
 
@@ -241,7 +249,7 @@ async def test_an_outage_shorter_than_the_lease_leaves_the_claim_with_its_holder
     assert set(bodies.times()) == {("holder", "start"), ("holder", "end")}
 
 
-@pytest.mark.parametrize("engine", ["sqlite", *ENGINES])
+@pytest.mark.parametrize("engine", ["sqlite", *ENGINES, "redis-cluster"])
 async def test_a_clock_ahead_by_leeway_and_half_the_lease_takes_no_live_claim(
     engine: str, tmp_path: Path
 ) -> None:
