@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pausetoken._claims import CLAIMS_VERSION, Claims
 from pausetoken._deadlines import Deadline, Deadlines
+from pausetoken._group_commit import GroupCommit
 from pausetoken._hashing import canonical_json, fingerprint, hash_payload, to_json_value
 from pausetoken._install import install_hint
 from pausetoken._reader_api import CHECKPOINTS_API_VERSION, CheckpointReader, PendingInterrupt
@@ -55,6 +56,7 @@ __all__ = [
     "Claims",
     "Deadline",
     "Deadlines",
+    "GroupCommit",
     "PauseRecord",
     "PauseState",
     "PendingInterrupt",
