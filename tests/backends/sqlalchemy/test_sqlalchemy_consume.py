@@ -448,6 +448,50 @@ async def test_racing_consumes_and_claims_have_exactly_one_winner(
         assert [result for _, r, result in outcomes if r is not request] == [lost] * (RIVALS - 1)
 
 
+async def _server(store: SQLAlchemyStore) -> str:
+    async with store.engine.connect() as conn:
+        return str((await conn.execute(text("SELECT VERSION()"))).scalar_one()).lower()
+
+
+async def test_consumes_sent_together_answer_and_write_what_each_would_alone(
+    store: SQLAlchemyStore, engine_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every setup twice: one pause consumed alone, one consumed together with the others
+    # (and with fresh pauses), each at its own ``now`` (a lapsed claim ends exactly then).
+    # Statements of many consumes on PostgreSQL, SQLite and MariaDB; one each on MySQL.
+    batches = store._statements.consumes_many  # type: ignore[attr-defined]
+    assert batches is (engine_name != "mysql" or "mariadb" in await _server(store))
+    batch_sizes: list[int] = []
+    rows = store._statements._consume_rows  # type: ignore[attr-defined]
+
+    async def counting(conn: Any, batch: Any) -> Any:
+        batch_sizes.append(len(batch))
+        return await rows(conn, batch)
+
+    monkeypatch.setattr(store._statements, "_consume_rows", counting)
+    base = _now()
+    cases = []
+    for i, setup in enumerate(SETUPS.values()):
+        now = base + timedelta(microseconds=13 * i)
+        alone, together = new_pause_key(), new_pause_key()
+        for key in (alone, together):
+            await setup(store, key, now)
+        cases.append((now, alone, together))
+    expected = [await store.consume(_request(alone, now)) for now, alone, _ in cases]
+    fresh = [new_pause_key() for _ in range(8)]
+    together = [_request(key, now) for now, _, key in cases] + [
+        _request(key, base, lease_id=f"lease-{i}") for i, key in enumerate(fresh)
+    ]
+    results = await asyncio.gather(*map(store.consume, together))
+    assert results[: len(cases)] == expected
+    assert results[len(cases) :] == [ClaimResult(ClaimOutcome.CLAIMED)] * len(fresh)
+    for _, alone, key in cases:
+        assert attrs.evolve(await _status(store, key), pause_key=alone) == await _status(
+            store, alone
+        )
+    assert (max(batch_sizes, default=0) > 1) is batches
+
+
 # -- MySQL and MariaDB ---------------------------------------------------------------------
 
 

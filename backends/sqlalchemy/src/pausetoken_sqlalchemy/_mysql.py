@@ -9,7 +9,8 @@ assigns left to right (MySQL's default) or simultaneously (MariaDB's
 ``SIMULTANEOUS_ASSIGNMENT`` mode). Only ``DELETE`` (release, purge) reads the affected-row
 count, which counts deleted rows on every setting. ``revoke`` writes in one statement and
 then reads the record it reports. No statement produces a warning, so asyncmy never sends
-``SHOW WARNINGS``.
+``SHOW WARNINGS``. On MariaDB 10.5 and newer, consumes sent together are one
+``INSERT ... SELECT ... ON DUPLICATE KEY UPDATE ... RETURNING``, which reports every row.
 """
 
 # Table names are quoted by the dialect's identifier preparer; every value is a bound
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from sqlalchemy import Connection, Executable, Table
+    from sqlalchemy.engine import Dialect
 
     from pausetoken.plugins import PauseRecord
     from pausetoken_sqlalchemy._statements import ClaimArgs
@@ -103,6 +105,20 @@ _MY_MATCHED: Final = frozenset({_MY_RAISED, _MY_KEPT})
 # Lease ids and response hashes compare byte by byte, as on the other engines (the
 # table's default collation would ignore case and trailing spaces).
 _MY_LEASE_IS: Final = "CAST(lease_id AS BINARY) = CAST(%s AS BINARY)"
+#: ``INSERT ... RETURNING`` (which batches of consumes need) arrived in MariaDB 10.5.
+_MARIADB_RETURNING: Final = (10, 5)
+#: The columns of a batch's rows, in `_consume_rows()`'s order.
+_BATCH_COLUMNS: Final = (
+    "b_key",
+    "b_scope",
+    "b_name",
+    "b_answer",
+    "b_lease",
+    "b_until",
+    "b_expires",
+    "b_now",
+    "b_stamp",
+)
 
 
 def _outcome(code: int, outcomes: Mapping[int, ClaimResult]) -> ClaimResult:
@@ -169,6 +185,44 @@ class MySQLStatements(Statements):
 
         self._claim_sql = upsert(_CLAIMED_STATE)
         self._consume_sql = upsert(_REDEEMED_STATE)
+
+        def consume_many(size: int) -> str:
+            # MariaDB only: the consume upsert over the rows of a batch (a derived table,
+            # ``s``), each decided against its own ``b_now``; RETURNING reports every row
+            # as the statement left it, so no LAST_INSERT_ID report is needed. Assignments
+            # as in `upsert()`: the columns ``lapsed`` reads are assigned last, and the
+            # second of them also accepts the row this statement took over (``ours``).
+            lapsed = "(state = 'claimed' AND lease_until_us <= s.b_now)"
+            ours = (
+                "(CAST(lease_id AS BINARY) = CAST(s.b_lease AS BINARY)"
+                " AND updated_at_us = s.b_stamp)"
+            )
+            taken = f"({lapsed} OR {ours})"
+            first = ", ".join(f"%s AS {column}" for column in _BATCH_COLUMNS)
+            rows = " UNION ALL ".join(
+                [f"SELECT {first}", *[f"SELECT {', '.join(['%s'] * 9)}"] * (size - 1)]
+            )
+            return (
+                f"INSERT INTO {t} (pause_key, scope_hash, name, state, response_hash, lease_id,"
+                " lease_until_us, expires_at_us, created_at_us, updated_at_us)"
+                f" SELECT b_key, b_scope, b_name, '{_REDEEMED_STATE}', b_answer, b_lease,"
+                f" b_until, b_expires, b_stamp, b_stamp FROM ({rows}) AS s"
+                # In key order, so that concurrent statements lock rows in one order.
+                " WHERE 1 = 1 ORDER BY b_key"
+                " ON DUPLICATE KEY UPDATE"
+                f" updated_at_us = IF({lapsed}, s.b_stamp, updated_at_us),"
+                f" scope_hash = IF({lapsed}, s.b_scope, scope_hash),"
+                f" name = IF({lapsed}, s.b_name, name),"
+                f" response_hash = IF({lapsed}, s.b_answer, response_hash),"
+                f" lease_id = IF({lapsed}, s.b_lease, lease_id),"
+                " expires_at_us = GREATEST(expires_at_us, s.b_expires),"
+                f" state = IF({taken}, '{_REDEEMED_STATE}', state),"
+                f" lease_until_us = IF({taken}, s.b_until, lease_until_us)"
+                " RETURNING pause_key, state, response_hash, lease_id, lease_until_us"
+            )
+
+        self._consume_many = consume_many
+        self._consume_many_sql: dict[int, str] = {}
         self._renew_sql = (
             f"UPDATE {t} SET updated_at_us = IF(LAST_INSERT_ID(IF(lease_until_us < %s,"
             f" {_MY_RAISED}, {_MY_KEPT})) = {_MY_RAISED}, %s, updated_at_us),"
@@ -234,6 +288,36 @@ class MySQLStatements(Statements):
     async def consume(self, conn: Any, args: ClaimArgs) -> ClaimResult:
         params = self.consume_params(args, self._stamps.next())
         return _outcome(await self._report(conn, self._consume_sql, params), _MY_CONSUMED)
+
+    def connected(self, dialect: Dialect) -> None:
+        """Send consumes together on MariaDB 10.5 and newer (``INSERT ... RETURNING``)."""
+        version = dialect.server_version_info or ()
+        self.consumes_many = bool(getattr(dialect, "is_mariadb", False)) and (
+            tuple(version[:2]) >= _MARIADB_RETURNING
+        )
+
+    async def _consume_rows(self, conn: Any, batch: Sequence[ClaimArgs]) -> Sequence[Any]:
+        size = len(batch)
+        sql = self._consume_many_sql.get(size)
+        if sql is None:  # one statement per batch size, kept (a batch holds a few at most)
+            sql = self._consume_many_sql[size] = self._consume_many(size)
+        stamps = self._stamps
+        params = [
+            value
+            for a in batch
+            for value in (
+                a.key,
+                a.scope_hash,
+                a.name,
+                a.response_hash,
+                a.lease_id,
+                a.lease_until_us,
+                a.expires_at_us,
+                a.now_us,
+                stamps.next(),
+            )
+        ]
+        return await self._rows(conn, sql, params)
 
     async def _rows(self, conn: Any, sql: str, args: Sequence[Any]) -> Sequence[Any]:
         async with conn.cursor() as cursor:

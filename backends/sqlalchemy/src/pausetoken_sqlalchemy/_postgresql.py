@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from sqlalchemy import Connection, Executable, Table
+
+    from pausetoken_sqlalchemy._statements import ClaimArgs
 
 __all__ = ["PostgresFamily", "PostgresStatements"]
 
@@ -57,6 +60,36 @@ class PostgresStatements(ReturningStatements):
 
     async def _fetch(self, conn: Any, sql: str, args: Sequence[Any]) -> Sequence[Any]:
         rows: Sequence[Any] = await conn.fetch(sql, *args)
+        return rows
+
+    @functools.cached_property
+    def _consume_many_sql(self) -> str:
+        # One prepared statement for every batch size: the columns come as arrays.
+        return self._consume_many(
+            "SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[],"
+            " $5::text[], $6::int8[], $7::int8[], $8::int8[], $9::int8[])"
+        )
+
+    async def _consume_rows(self, conn: Any, batch: Sequence[ClaimArgs]) -> Sequence[Any]:
+        stamps = self._stamps
+        columns = zip(
+            *(
+                (
+                    a.key,
+                    a.scope_hash,
+                    a.name,
+                    a.response_hash,
+                    a.lease_id,
+                    a.lease_until_us,
+                    a.expires_at_us,
+                    a.now_us,
+                    stamps.next(),
+                )
+                for a in batch
+            ),
+            strict=True,
+        )
+        rows: Sequence[Any] = await conn.fetch(self._consume_many_sql, *map(list, columns))
         return rows
 
 

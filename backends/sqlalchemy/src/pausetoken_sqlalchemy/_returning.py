@@ -2,11 +2,12 @@
 
 ``INSERT ... ON CONFLICT ... DO UPDATE ... RETURNING`` whose assignments are conditional
 (``CASE WHEN <lease ended> ...``), so the statement always returns the row as it left it:
-a claim that lost learns why from the same statement. A consume is the same upsert writing
-the state ``redeemed`` where a claim writes ``claimed``. Both engines evaluate every
-assignment on the old row. The two differ only in placeholders, how parameters are bound,
-how rows are fetched and the name of the two-argument maximum: their subclasses live with
-their engine families.
+a claim that lost learns why from the same statement. Consumes are the same upsert writing
+the state ``redeemed`` where a claim writes ``claimed``, over the rows of a batch (one or
+more consumes sent together), each taken over or left against its own ``now``. Both engines
+evaluate every assignment on the old row. The two differ only in placeholders, how
+parameters are bound, how rows are fetched and the name of the two-argument maximum: their
+subclasses live with their engine families.
 """
 
 # Table names are quoted by the dialect's identifier preparer; every value is a bound
@@ -23,10 +24,8 @@ from pausetoken_sqlalchemy._statements import (
     PURGE_BATCH,
     RECORD_COLUMNS,
     Statements,
-    from_us,
+    found,
     record_from_row,
-    redeemed,
-    unexpected_state,
 )
 
 if TYPE_CHECKING:
@@ -39,24 +38,13 @@ __all__ = ["ReturningStatements"]
 
 # Results are frozen: the common ones are made once, not per claim.
 _CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
-_REVOKED: Final = ClaimResult(ClaimOutcome.REVOKED)
 _CLAIMED_STATE: Final = PauseState.CLAIMED.value
 _REDEEMED_STATE: Final = PauseState.REDEEMED.value
-_REVOKED_STATE: Final = PauseState.REVOKED.value
-
-
-def _found(
-    state: object, response_hash: str | None, lease_until_us: int | None, args: ClaimArgs
-) -> ClaimResult:
-    """The answer of a claim or consume whose statement met a row it left as it was."""
-    if state == _CLAIMED_STATE:
-        until = None if lease_until_us is None else from_us(lease_until_us)
-        return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=until)
-    if state == _REDEEMED_STATE:
-        return redeemed(response_hash, args)
-    if state == _REVOKED_STATE:
-        return _REVOKED
-    raise unexpected_state(state)
+#: The columns of the rows a batch of consumes is made of (see `_consume_rows()`).
+_BATCH_COLUMNS: Final = (
+    "pause_key, scope_hash, name, response_hash, lease_id, lease_until_us, expires_at_us,"
+    " now_us, stamp"
+)
 
 
 class ReturningStatements(Statements):
@@ -81,32 +69,41 @@ class ReturningStatements(Statements):
 
         lapsed = ended(p(6))
 
-        def upsert(state: str) -> str:
-            # Insert a row in ``state`` or take a lapsed claim over into it (a claim keeps
-            # the state 'claimed', a consume writes 'redeemed' too); any other row keeps all
-            # but the later expiry. Both take the same parameters (`claim_params()`).
-            taken = [
-                "scope_hash",
-                "name",
-                "response_hash",
-                "lease_id",
-                "lease_until_us",
-                "updated_at_us",
-            ]
-            if state != _CLAIMED_STATE:
-                taken.append("state")
+        # Insert a claimed row or take a lapsed claim over; any other row keeps all but the
+        # later expiry. Parameters: `claim_params()`.
+        taken = ["scope_hash", "name", "response_hash", "lease_id", "lease_until_us"]
+        self._claim_sql = (
+            f"INSERT INTO {t} AS t (pause_key, scope_hash, name, state, response_hash,"
+            " lease_id, lease_until_us, expires_at_us, created_at_us, updated_at_us)"
+            f" VALUES ({p(1)}, {p(2)}, {p(3)}, '{_CLAIMED_STATE}', {p(4)}, {p(5)}, {p(6)},"
+            f" {p(7)}, {p(9)}, {p(9)})"
+            " ON CONFLICT (pause_key) DO UPDATE SET"
+            f" {', '.join(claimed(column) for column in [*taken, 'updated_at_us'])},"
+            f" expires_at_us = {greatest}(t.expires_at_us, excluded.expires_at_us)"
+            " RETURNING state, response_hash, lease_id, lease_until_us, updated_at_us"
+        )
+
+        def consume_many(source: str) -> str:
+            # The claim's upsert writing the state 'redeemed' too, for the pauses of a
+            # batch: its rows come from ``source`` (an engine's `_consume_rows()`), each
+            # with its own ``now_us``, which the update looks up by key.
+            now = "(SELECT v.now_us FROM v WHERE v.pause_key = excluded.pause_key)"
+            sets = [if_ended(now, column) for column in [*taken, "updated_at_us", "state"]]
             return (
-                f"INSERT INTO {t} AS t (pause_key, scope_hash, name, state, response_hash,"
+                f"WITH v ({_BATCH_COLUMNS}) AS ({source})"
+                f" INSERT INTO {t} AS t (pause_key, scope_hash, name, state, response_hash,"
                 " lease_id, lease_until_us, expires_at_us, created_at_us, updated_at_us)"
-                f" VALUES ({p(1)}, {p(2)}, {p(3)}, '{state}', {p(4)}, {p(5)}, {p(6)}, {p(7)},"
-                f" {p(9)}, {p(9)})"
-                f" ON CONFLICT (pause_key) DO UPDATE SET {', '.join(map(claimed, taken))},"
+                f" SELECT pause_key, scope_hash, name, '{_REDEEMED_STATE}', response_hash,"
+                " lease_id, lease_until_us, expires_at_us, stamp, stamp FROM v"
+                # In key order, so that concurrent batches lock rows in one order. The
+                # WHERE is for SQLite's parser (an INSERT ... SELECT ... ON CONFLICT).
+                " WHERE 1 = 1 ORDER BY pause_key"
+                f" ON CONFLICT (pause_key) DO UPDATE SET {', '.join(sets)},"
                 f" expires_at_us = {greatest}(t.expires_at_us, excluded.expires_at_us)"
-                " RETURNING state, response_hash, lease_id, lease_until_us, updated_at_us"
+                " RETURNING pause_key, state, response_hash, lease_id, lease_until_us"
             )
 
-        self._claim_sql = upsert(_CLAIMED_STATE)
-        self._consume_sql = upsert(_REDEEMED_STATE)
+        self._consume_many = consume_many
         self._renew_sql = (
             f"UPDATE {t} SET lease_until_us = {greatest}(lease_until_us, {p(3)}),"
             f" updated_at_us = {p(4)}"
@@ -177,20 +174,13 @@ class ReturningStatements(Statements):
         # Written by this statement (inserted or taken over) only if its stamp came back.
         if state == _CLAIMED_STATE and lease_id == args.lease_id and updated_at_us == stamp:
             return _CLAIMED
-        return _found(state, response_hash, lease_until_us, args)
-
-    def consume_params(self, args: ClaimArgs, stamp: int) -> Any:
-        return self.claim_params(args, stamp)
+        return found(state, response_hash, lease_until_us, args)
 
     async def consume(self, conn: Any, args: ClaimArgs) -> ClaimResult:
-        stamp = self._stamps.next()
-        rows = await self._fetch(conn, self._consume_sql, self.claim_params(args, stamp))
-        state, response_hash, lease_id, lease_until_us, _ = rows[0]
-        # Redeemed by this lease: by this statement (inserted or taken over), or by an
-        # earlier attempt of the same consume (or a commit of the same lease), confirmed.
-        if state == _REDEEMED_STATE and lease_id == args.lease_id:
-            return _CLAIMED
-        return _found(state, response_hash, lease_until_us, args)
+        [result] = await self.consume_many(conn, [args])
+        return result
+
+    consumes_many = True
 
     async def renew(self, conn: Any, key: bytes, lease_id: str, lease_until_us: int) -> bool:
         params = self._bind((key, lease_id, lease_until_us, self._stamps.next()))

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
     from pausetoken_sqlalchemy._connections import ConnectionSet
+    from pausetoken_sqlalchemy._statements import ClaimArgs
 
 __all__ = ["SqliteFamily", "SqliteStatements"]
 
@@ -61,6 +62,10 @@ class SqliteStatements(ReturningStatements):
 
     _GREATEST = "MAX"  # with two arguments, SQLite's MAX is the scalar maximum
 
+    def __init__(self, quoted_table: str) -> None:
+        super().__init__(quoted_table)
+        self._consume_many_sql: dict[int, str] = {}
+
     @staticmethod
     def _param(index: int) -> str:
         # Named, not numbered (``?1``): Python 3.12 deprecates numbered placeholders bound
@@ -72,6 +77,31 @@ class SqliteStatements(ReturningStatements):
 
     async def _fetch(self, conn: Any, sql: str, args: Any) -> Sequence[Any]:
         rows: Sequence[Any] = await conn.execute_fetchall(sql, args)
+        return rows
+
+    async def _consume_rows(self, conn: Any, batch: Sequence[ClaimArgs]) -> Sequence[Any]:
+        size = len(batch)
+        sql = self._consume_many_sql.get(size)
+        if sql is None:  # one statement per batch size, kept (a batch holds a few at most)
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * size)
+            sql = self._consume_many_sql[size] = self._consume_many(f"VALUES {values}")
+        stamps = self._stamps
+        params = [
+            value
+            for a in batch
+            for value in (
+                a.key,
+                a.scope_hash,
+                a.name,
+                a.response_hash,
+                a.lease_id,
+                a.lease_until_us,
+                a.expires_at_us,
+                a.now_us,
+                stamps.next(),
+            )
+        ]
+        rows: Sequence[Any] = await conn.execute_fetchall(sql, params)
         return rows
 
 

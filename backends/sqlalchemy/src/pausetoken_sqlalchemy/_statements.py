@@ -30,6 +30,8 @@ from pausetoken_sqlalchemy._schema import MAX_PAUSE_KEY_BYTES
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sqlalchemy.engine import Dialect
+
     from pausetoken.plugins import ClaimRequest
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "ClaimArgs",
     "Statements",
     "encode_key",
+    "found",
     "from_us",
     "record_from_row",
     "redeemed",
@@ -172,6 +175,31 @@ def redeemed(stored_hash: str | None, args: ClaimArgs) -> ClaimResult:
     return ClaimResult(ClaimOutcome.REDEEMED_SAME if same else ClaimOutcome.REDEEMED_OTHER)
 
 
+_CLAIMED: Final = ClaimResult(ClaimOutcome.CLAIMED)
+_REVOKED: Final = ClaimResult(ClaimOutcome.REVOKED)
+_CLAIMED_STATE: Final = PauseState.CLAIMED.value
+_REDEEMED_STATE: Final = PauseState.REDEEMED.value
+_REVOKED_STATE: Final = PauseState.REVOKED.value
+
+
+def found(
+    state: object, response_hash: str | None, lease_until_us: int | None, args: ClaimArgs
+) -> ClaimResult:
+    """The answer of a claim or consume whose statement met a row it left as it was."""
+    if state == _CLAIMED_STATE:
+        until = None if lease_until_us is None else from_us(lease_until_us)
+        return ClaimResult(ClaimOutcome.IN_PROGRESS, lease_until=until)
+    if state == _REDEEMED_STATE:
+        return redeemed(response_hash, args)
+    if state == _REVOKED_STATE:
+        return _REVOKED
+    raise unexpected_state(state)
+
+
+def _key_of(args: ClaimArgs) -> bytes:
+    return args.key
+
+
 class Statements(ABC):
     """The store operations for one family of engines, run on a driver connection."""
 
@@ -198,9 +226,38 @@ class Statements(ABC):
     async def claim(self, conn: Any, args: ClaimArgs) -> ClaimResult:
         """Claim ``args.key``: exactly one concurrent caller gets ``CLAIMED``."""
 
-    @abstractmethod
-    def consume_params(self, args: ClaimArgs, stamp: int) -> Any:
-        """The driver parameters of the consume statement (for benchmarks as well)."""
+    #: Whether `consume_many()` sends many consumes as one statement (see `connected()`).
+    consumes_many: bool = False
+
+    def connected(self, dialect: Dialect) -> None:  # noqa: B027 - most families learn nothing
+        """Learn what the server can do, once the store has connected to it."""
+
+    async def consume_many(self, conn: Any, batch: Sequence[ClaimArgs]) -> list[ClaimResult]:
+        """`consume()` for each of ``batch`` (distinct keys), in one statement.
+
+        Only where `consumes_many` says so; the results are in ``batch``'s order. Each
+        pause is decided as a consume of it alone would be, against its own ``now``.
+        """
+        rows = await self._consume_rows(conn, sorted(batch, key=_key_of))
+        returned = {bytes(row[0]): row for row in rows}
+        results = []
+        for args in batch:
+            _, state, response_hash, lease_id, lease_until_us = returned[args.key]
+            # Redeemed by this lease: by this statement (inserted or taken over), or by an
+            # earlier attempt of the same consume (or a commit of the same lease), confirmed.
+            if state == _REDEEMED_STATE and lease_id == args.lease_id:
+                results.append(_CLAIMED)
+            else:
+                results.append(found(state, response_hash, lease_until_us, args))
+        return results
+
+    async def _consume_rows(self, conn: Any, batch: Sequence[ClaimArgs]) -> Sequence[Any]:
+        """Consume every pause of ``batch`` (distinct keys, in key order) in one statement.
+
+        Returns one row per pause, as the statement left it: its key, state, response hash,
+        lease id and lease end. Only where `consumes_many` says so.
+        """
+        raise NotImplementedError
 
     @abstractmethod
     async def consume(self, conn: Any, args: ClaimArgs) -> ClaimResult:
