@@ -7,6 +7,7 @@ this store can show: its round trips and what it writes on the server.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from pausetoken.exceptions import StoreUnavailable
 from pausetoken.plugins import (
@@ -82,22 +84,64 @@ async def test_consume_of_an_unknown_pause_redeems_it_with_every_field(store: Re
     await _assert_status(store, redeemed_record(request))
 
 
-async def test_consume_is_one_evalsha(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    sent: list[object] = []
+def _round_trips(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> list[list[object]]:
+    """The commands of each round trip the store's client makes from now on (a list each)."""
+    trips: list[list[object]] = []
     execute = store.client.execute_command
+    pipelined = Pipeline._execute_pipeline
 
-    async def counting(*args: Any, **options: Any) -> Any:
-        sent.append(args[0])
+    async def single(*args: Any, **options: Any) -> Any:
+        trips.append([args[0]])
         return await execute(*args, **options)
 
-    monkeypatch.setattr(store.client, "execute_command", counting)
+    async def batch(pipe: Pipeline, connection: Any, commands: Any, raise_on_error: bool) -> Any:
+        trips.append([args[0] for args, _ in commands])
+        return await pipelined(pipe, connection, commands, raise_on_error)
+
+    monkeypatch.setattr(store.client, "execute_command", single)
+    monkeypatch.setattr(Pipeline, "_execute_pipeline", batch)
+    return trips
+
+
+async def test_consume_is_one_evalsha(store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    trips = _round_trips(store, monkeypatch)
     now = _now()
     key = _key()
     assert await store.consume(_request(key, now=now)) == CLAIMED
-    assert sent == ["EVALSHA"]
-    sent.clear()
+    assert trips == [["EVALSHA"]]
+    trips.clear()
     assert (await store.consume(_request(key, now=now))).outcome is ClaimOutcome.REDEEMED_SAME
-    assert sent == ["EVALSHA"]
+    assert trips == [["EVALSHA"]]
+
+
+async def test_concurrent_consumes_share_round_trips(
+    store: RedisStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Sixteen consumes submitted at once leave in pipelines of up to eight scripts, never
+    # two of one pause in one pipeline, and each gets the answer it would get alone: four
+    # pauses are consumed twice, with different answers, and exactly one of the two wins.
+    now = _now()
+    keys = [_key() for _ in range(12)]
+    requests = [_request(key, now=now, lease_id=f"lease-{i}") for i, key in enumerate(keys)]
+    rivals = [
+        _request(key, now=now, lease_id=f"rival-{i}", response_hash=OTHER_ANSWER)
+        for i, key in enumerate(keys[:4])
+    ]
+    trips = _round_trips(store, monkeypatch)
+    results = await asyncio.gather(*map(store.consume, [*requests, *rivals]))
+    assert sum(map(len, trips)) == 16
+    assert len(trips) < 16
+    assert all(len(trip) <= 8 and set(trip) == {"EVALSHA"} for trip in trips)
+    assert results[4:12] == [CLAIMED] * 8
+    pairs = zip(results[:4], results[12:], strict=True)
+    for first, rival, outcomes in zip(requests, rivals, pairs, strict=False):
+        assert {result.outcome for result in outcomes} == {
+            ClaimOutcome.CLAIMED,
+            ClaimOutcome.REDEEMED_OTHER,
+        }
+        await _assert_status(store, redeemed_record(first if outcomes[0] == CLAIMED else rival))
+    for request in requests[4:]:
+        await _assert_status(store, redeemed_record(request))
 
 
 @pytest.mark.parametrize("before", ["nothing", "lease_ends_now", "lease_ended_long_ago"])

@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self, TypeVar
 
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
@@ -20,6 +20,7 @@ from pausetoken.plugins import (
     ClaimRequest,
     ClaimResult,
     Deadlines,
+    GroupCommit,
     PauseRecord,
     PauseState,
     redact_url,
@@ -38,7 +39,7 @@ from pausetoken_redis._clients import (
 from pausetoken_redis._scripts import SCRIPTS
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
     from types import TracebackType
 
 __all__ = [
@@ -55,7 +56,13 @@ logger = logging.getLogger("pausetoken.redis")
 DEFAULT_KEY_PREFIX: Final = "pausetoken:"
 #: Connections in the blocking pool; on Redis Cluster, each node's connections and the
 #: store's operations in flight (``max_connections``).
+T = TypeVar("T")
+
 DEFAULT_MAX_CONNECTIONS: Final = 64
+#: Consumes one pipeline sends at most, and pipelines sent at once: batches small enough
+#: that under load one is on the server while the callers of another check their tokens.
+_BATCH: Final = 8
+_BATCHES_IN_FLIGHT: Final = 4
 #: Seconds one operation may take, waiting for a connection and connecting included.
 DEFAULT_TIMEOUT: Final = 5.0
 
@@ -134,6 +141,10 @@ def _moment(value: bytes | str | None) -> datetime | None:
     return None if text is None else _EPOCH + int(text) * _MICROSECOND
 
 
+def _pause_key_of(request: ClaimRequest) -> str:
+    return request.pause_key
+
+
 def _take_args(request: ClaimRequest) -> tuple[str, ...]:
     """The ARGV of the claim and consume scripts, in their order."""
     expires, expires_ms = _expiry_args(request.expires_at)
@@ -209,6 +220,40 @@ class _Script:
                 if isinstance(result, Exception):
                     raise result
             return reply, int(acks)
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    async def many(
+        self,
+        client: Redis,
+        calls: Sequence[tuple[str, tuple[str, ...]]],
+        replicas: int,
+        wait_ms: int,
+    ) -> list[tuple[Any, int]]:
+        """Run the script once per ``(key, args)`` in one pipeline (then ``WAIT``, if asked).
+
+        Each call's reply (or the error it met, as an exception object) with the acks.
+        After ``NOSCRIPT`` the script is loaded and the whole pipeline sent once more: a
+        script that ran the first time runs again, which only the idempotent ones may do
+        (consume: a retry by the same lease is confirmed).
+        """
+        for attempt in (1, 2):
+            pipe = client.pipeline(transaction=False)
+            for key, args in calls:
+                pipe.evalsha(self.sha, 1, key, *args)
+            if replicas:
+                pipe.execute_command("WAIT", replicas, wait_ms)
+            replies = await pipe.execute(raise_on_error=False)
+            if attempt == 1 and any(
+                isinstance(reply, redis_errors.NoScriptError) for reply in replies
+            ):
+                await client.script_load(self.source)
+                continue
+            acks = 0
+            if replicas:
+                acks = replies.pop()
+                if isinstance(acks, Exception):
+                    raise acks
+            return [(reply, int(acks)) for reply in replies]
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
     async def __call__(self, client: Client, key: str, *args: str) -> Any:
@@ -294,6 +339,16 @@ class RedisStore:
         self._owns_client = owns_client
         self._closed = False
         self._in_flight = _cluster_bound(client)
+        # Consumes waiting at one moment go out in one pipeline (on a standalone server:
+        # a cluster's keys live on many nodes).
+        self._consumes: GroupCommit[ClaimRequest, tuple[Any, int]] | None = None
+        if isinstance(client, Redis):
+            self._consumes = GroupCommit(
+                self._consume_many,
+                key=_pause_key_of,
+                max_batch=_BATCH,
+                max_in_flight=_BATCHES_IN_FLIGHT,
+            )
         #: What `check()` found worth a warning (persistence off, for example).
         self.warnings: tuple[str, ...] = ()
 
@@ -393,23 +448,13 @@ class RedisStore:
         """
         if not self._wait_replicas:
             return await self._run(what, script, pause_key, *args), 0
-        if self._closed:
-            msg = "the Redis store was closed"
-            raise StoreUnavailable(msg)
         if not isinstance(self._client, Redis):  # pragma: no cover - refused at construction
             raise TypeError(type(self._client).__name__)
-        try:
-            return await self._deadlines.run(
-                _RUN[script].confirmed(
-                    self._client, self.key(pause_key), args, self._wait_replicas, self._wait_ms
-                )
-            )
-        except TRANSIENT as exc:
-            raise unavailable(exc, self._url, what) from exc
-        except (TypeError, RuntimeError) as exc:
-            if not transport_failure(exc):
-                raise
-            raise unavailable(exc, self._url, what) from exc
+        client, key = self._client, self.key(pause_key)
+        return await self._guarded(
+            what,
+            lambda: _RUN[script].confirmed(client, key, args, self._wait_replicas, self._wait_ms),
+        )
 
     def _confirm(self, what: str, acks: int) -> None:
         """Raise `StoreUnavailable` when fewer replicas than asked acknowledged a write."""
@@ -424,14 +469,18 @@ class RedisStore:
         raise StoreUnavailable(msg)
 
     async def _run(self, what: str, script: str, pause_key: str, *args: str) -> Any:
+        key, places = self.key(pause_key), self._in_flight
+        if places is None:
+            return await self._guarded(what, lambda: _RUN[script](self._client, key, *args))
+        return await self._guarded(what, lambda: self._bounded_run(places, script, key, args))
+
+    async def _guarded(self, what: str, operation: Callable[[], Awaitable[T]]) -> T:
+        """Await ``operation()`` within the timeout; `StoreUnavailable` for what it meets."""
         if self._closed:
             msg = "the Redis store was closed"
             raise StoreUnavailable(msg)
-        key, places = self.key(pause_key), self._in_flight
         try:
-            if places is None:
-                return await self._deadlines.run(_RUN[script](self._client, key, *args))
-            return await self._deadlines.run(self._bounded_run(places, script, key, args))
+            return await self._deadlines.run(operation())
         except TRANSIENT as exc:
             raise unavailable(exc, self._url, what) from exc
         except (TypeError, RuntimeError) as exc:
@@ -465,13 +514,32 @@ class RedisStore:
         lease; a row that lease already redeemed answers ``CLAIMED`` again (a retry whose
         first attempt landed); otherwise the answer is `claim()`'s, and only the expiry moves.
         """
-        reply, acks = await self._run_confirmed(
-            "consume a pause", "consume", request.pause_key, *_take_args(request)
-        )
+        what = "consume a pause"
+        if self._consumes is None:
+            reply, acks = await self._run_confirmed(
+                what, "consume", request.pause_key, *_take_args(request)
+            )
+        else:
+            reply, acks = await self._guarded(what, lambda: self._batched(request))
         if reply == 1:
-            self._confirm("consume a pause", acks)
+            self._confirm(what, acks)
             return _CLAIMED
         return _refusal(reply, request.response_hash)
+
+    async def _batched(self, request: ClaimRequest) -> tuple[Any, int]:
+        """``request``'s consume in the next pipeline: its reply and the acks."""
+        if self._consumes is None:  # pragma: no cover - only called with batches
+            raise AssertionError
+        reply, acks = await self._consumes(request)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply, acks
+
+    async def _consume_many(self, requests: Sequence[ClaimRequest]) -> list[tuple[Any, int]]:
+        if not isinstance(self._client, Redis):  # pragma: no cover - standalone only
+            raise TypeError(type(self._client).__name__)
+        calls = [(self.key(r.pause_key), _take_args(r)) for r in requests]
+        return await _RUN["consume"].many(self._client, calls, self._wait_replicas, self._wait_ms)
 
     async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
         """Extend the holder's lease (never shorten it); whether ``lease_id`` holds it."""
@@ -628,6 +696,8 @@ class RedisStore:
         if self._closed:
             return
         self._closed = True
+        if self._consumes is not None:
+            await self._consumes.drain()  # what was submitted is sent and answered
         if self._owns_client:
             await self._client.aclose()
 
