@@ -52,19 +52,19 @@ __all__ = [
 
 logger = logging.getLogger("pausetoken.redis")
 
+T = TypeVar("T")
+
 #: What every key of the store starts with (``key_prefix`` option).
 DEFAULT_KEY_PREFIX: Final = "pausetoken:"
 #: Connections in the blocking pool; on Redis Cluster, each node's connections and the
 #: store's operations in flight (``max_connections``).
-T = TypeVar("T")
-
 DEFAULT_MAX_CONNECTIONS: Final = 64
+#: Seconds one operation may take, waiting for a connection and connecting included.
+DEFAULT_TIMEOUT: Final = 5.0
 #: Consumes one pipeline sends at most, and pipelines sent at once: batches small enough
 #: that under load one is on the server while the callers of another check their tokens.
 _BATCH: Final = 8
 _BATCHES_IN_FLIGHT: Final = 4
-#: Seconds one operation may take, waiting for a connection and connecting included.
-DEFAULT_TIMEOUT: Final = 5.0
 
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
