@@ -253,7 +253,7 @@ async def consume_steps(tokens: PauseTokens, n: int) -> dict[str, float]:
         tokens.verify(token)
 
     async def check_answer() -> None:
-        hash_payload(refund.to_json(refund.structure_response(answer)))
+        hash_payload(refund.structure_response(answer), converter=refund.converter)
 
     async def check_pause() -> None:
         pending = await tokens.checkpoints.pending(

@@ -278,6 +278,32 @@ def test_the_fast_path_keeps_the_depth_limit(depth: int, leaf: Any) -> None:
     assert _encoded(canonical_json, value) == _encoded(_full_path, value)
 
 
+@attrs.frozen
+class _Holder:
+    value: Any
+
+
+@dataclasses.dataclass
+class _DataHolder:
+    value: Any
+
+
+@given(_anything, st.sampled_from([_Holder, _DataHolder]))
+def test_an_instance_is_encoded_and_refused_as_the_full_path(value: Any, holder: Any) -> None:
+    # An instance whose fields unstructure to plain JSON is encoded without a converted
+    # copy; it must give the same bytes and refusals as converting it first.
+    assert _encoded(canonical_json, holder(value)) == _encoded(_full_path, holder(value))
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+@pytest.mark.parametrize("leaf", ["leaf", 1, [], {}])
+def test_an_instance_counts_as_one_level_of_nesting(depth: int, leaf: Any) -> None:
+    value: Any = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    assert _encoded(canonical_json, _Holder(value)) == _encoded(_full_path, _Holder(value))
+
+
 def test_plain_json_is_encoded_without_conversion(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_conversion(*_args: object, **_kwargs: object) -> NoReturn:
         raise AssertionError
@@ -326,6 +352,45 @@ def test_a_pause_read_from_canonical_json_hashes_as_its_payload(value: Any) -> N
     # Equal to the payload's own hash, even where the decoded value could not be hashed
     # again (a float of 2**53 decodes as an integer beyond the exact range).
     assert pending.value_hash == hash_payload(value)
+
+
+def _read(read: Any, raw: bytes) -> tuple[str, str]:
+    try:
+        return "read", repr(read(raw))
+    except ValueError as exc:
+        return "refused", type(exc).__name__
+
+
+_json_ish = st.one_of(
+    st.binary(max_size=12),
+    st.tuples(
+        st.sampled_from([b"", b" ", b"\n", b"\xef\xbb\xbf", b"x"]),
+        pst.payloads().map(canonical_json),
+        st.sampled_from([b"", b" ", b"\t\n", b"}", b"1", b"\xff"]),
+    ).map(b"".join),
+)
+
+
+def _pending_value(raw: bytes) -> Any:
+    return PendingInterrupt.from_canonical_json("t", "c", "i", raw).value
+
+
+@given(_json_ish)
+def test_a_pause_reads_any_bytes_as_json_loads_does(raw: bytes) -> None:
+    # Canonical JSON is decoded without looking for whitespace; anything else, errors
+    # included, as json.loads reads it.
+    assert _read(_pending_value, raw) == _read(json.loads, raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        *(b'{"a":1}', b' {"a":1}', b'{"a":1}\n', b'{"a":1}}', b'{"a":1}1', b"\xef\xbb\xbf[1]"),
+        *(b'{"a":"\xff"}', b"", b"NaN", b'"x"'),
+    ],
+)
+def test_a_pause_reads_these_bytes_as_json_loads_does(raw: bytes) -> None:
+    assert _read(_pending_value, raw) == _read(json.loads, raw)
 
 
 def test_a_pause_whose_value_was_replaced_hashes_the_new_value() -> None:

@@ -7,6 +7,7 @@ import enum
 import functools
 import hashlib
 import json
+import json.encoder
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,8 @@ import rfc8785
 from pausetoken.exceptions import UnsupportedPayload
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import cattrs
 
 
@@ -84,15 +87,9 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
         return _from_mapping(obj, converter, _path, _depth)
     if isinstance(obj, (list, tuple)):
         return _from_list(obj, converter, _path, _depth)
-    if attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj):
-        if converter is None:
-            # Imported here: Scope hashes plain strings, and `import pausetoken` stays free
-            # of cattrs' converters until a payload is a class instance.
-            from pausetoken._structure import default_converter  # noqa: PLC0415
-
-            converter = default_converter
+    if _is_instance(obj):
         return to_json_value(
-            converter.unstructure(obj), converter=converter, _path=_path, _depth=_depth + 1
+            _unstructure(obj, converter), converter=converter, _path=_path, _depth=_depth + 1
         )
     if isinstance(obj, Sequence):
         raise _refuse(_path, f"{type(obj).__name__} is not a list or tuple")
@@ -119,6 +116,21 @@ def _from_list(
         to_json_value(item, converter=converter, _path=f"{path}[{i}]", _depth=depth + 1)
         for i, item in enumerate(obj)
     ]
+
+
+def _is_instance(obj: Any) -> bool:
+    """Whether ``obj`` is an instance the converter unstructures (attrs, dataclass, pydantic)."""
+    return attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj)
+
+
+def _unstructure(obj: Any, converter: cattrs.Converter | None) -> Any:
+    if converter is None:
+        # Imported here: Scope hashes plain strings, and `import pausetoken` stays free of
+        # cattrs' converters until a payload is a class instance.
+        from pausetoken._structure import default_converter  # noqa: PLC0415
+
+        converter = default_converter
+    return converter.unstructure(obj)
 
 
 def _is_pydantic(obj: Any) -> bool:
@@ -148,39 +160,66 @@ def _needs_full_encoder(value: JSONValue) -> bool:
     return False
 
 
-# What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) uses,
-# built once: json.dumps builds a new encoder on every call with these options.
+def _not_plain(obj: Any) -> Any:
+    # Never called: only plain JSON reaches the encoder.
+    msg = f"{type(obj).__name__} is not plain JSON"
+    raise TypeError(msg)
+
+
+# What json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) writes.
+# CPython's C encoder is built once here: json.dumps builds one on every call, which costs
+# more than encoding a small payload. It checks no cycles (``markers`` is None): the values
+# it is given are plain JSON at most MAX_DEPTH deep, or came out of `to_json_value()`,
+# which refuses deeper nesting.
+_C_ENCODER: Callable[[Any, int], Any] | None
+try:
+    from _json import make_encoder
+except ImportError:  # pragma: no cover - an interpreter without CPython's _json
+    _C_ENCODER = None
+else:
+    # markers, default, encoder, indent, key and item separators, sort_keys, skipkeys,
+    # allow_nan: the C type takes them by position only.
+    _C_ENCODER = make_encoder(
+        *(None, _not_plain, json.encoder.encode_basestring, None, ":", ",", True, False, False)
+    )
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _plain(obj: Any) -> bool:
+def _encode(value: JSONValue) -> bytes:
+    if _C_ENCODER is None:  # pragma: no cover - an interpreter without CPython's _json
+        return _ENCODER.encode(value).encode("utf-8")
+    return "".join(_C_ENCODER(value, 0)).encode("utf-8")
+
+
+def _plain(obj: Any, depth: int = 0) -> bool:  # noqa: PLR0911 - one flat dispatch
     """Whether ``obj`` is plain JSON that json.dumps writes exactly as RFC 8785 does.
 
     Plain means `to_json_value()` would return an equal copy and `_needs_full_encoder()`
     would be false. Only the exact built-in types count (``dict`` with ``str`` keys,
     ``list``, ``str``, ``int`` within 2**53 - 1, ``bool``, ``None``) at most `MAX_DEPTH`
-    levels deep; anything else, floats included, takes the full path, which converts or
-    refuses it.
+    levels deep (``obj`` itself at ``depth``); anything else, floats included, takes the
+    full path, which converts or refuses it.
     """
-    stack: list[tuple[Any, int]] = [(obj, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return False
-        kind = type(item)
-        if kind in _SCALARS:
-            continue
-        if kind is int:
-            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+    kind = type(obj)
+    if kind in _SCALARS:
+        return depth <= MAX_DEPTH
+    if kind is int:
+        return depth <= MAX_DEPTH and -MAX_SAFE_INTEGER <= obj <= MAX_SAFE_INTEGER
+    if kind is dict:
+        children: Any = obj.values()
+        for key in obj:
+            if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
                 return False
-        elif kind is dict:
-            for key, child in item.items():
-                if type(key) is not str or (not key.isascii() and max(key) > "\uffff"):
-                    return False
-                stack.append((child, depth + 1))
-        elif kind is list:
-            stack.extend((child, depth + 1) for child in item)
-        else:
+    elif kind is list:
+        children = obj
+    else:
+        return False
+    if depth >= MAX_DEPTH:
+        # The children would be deeper than the limit.
+        return depth == MAX_DEPTH and not obj
+    # Strings, the commonest leaf, without a call; a loop, as a generator costs more.
+    for child in children:  # noqa: SIM110
+        if type(child) is not str and not _plain(child, depth + 1):
             return False
     return True
 
@@ -193,14 +232,23 @@ def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> by
             Unicode (lone surrogates).
     """
     # Plain JSON data (what a checkpoint or a converter hands over) is encoded as it is:
-    # converting it would only copy it.
+    # converting it would only copy it. So is what a class instance unstructures to, when
+    # that is plain: it is encoded here and never handed out.
+    value = obj
     plain = _plain(obj)
-    value = obj if plain else to_json_value(obj, converter=converter)
+    if not plain and _is_instance(obj):
+        unstructured = _unstructure(obj, converter)
+        # One level down, as `to_json_value()` converts it.
+        plain = _plain(unstructured, 1)
+        if plain:
+            value = unstructured
+    if not plain:
+        value = to_json_value(obj, converter=converter)
     try:
         if not plain and _needs_full_encoder(value):
             return rfc8785.dumps(value)
         # The common case (no floats): the C encoder writes exactly RFC 8785's bytes.
-        return _ENCODER.encode(value).encode("utf-8")
+        return _encode(value)
     except (rfc8785.CanonicalizationError, ValueError, TypeError) as exc:
         msg = "payload cannot be encoded as canonical JSON"
         raise UnsupportedPayload(msg) from exc

@@ -16,6 +16,28 @@ __all__ = ["CHECKPOINTS_API_VERSION", "CheckpointReader", "PendingInterrupt"]
 CHECKPOINTS_API_VERSION = 1
 
 
+_DECODER = json.JSONDecoder()
+
+
+def _loads(payload: bytes) -> Any:
+    """``json.loads(payload)``, faster for what canonical JSON is: UTF-8 without whitespace.
+
+    `json.loads` looks for whitespace before and after the value with a regular expression
+    and guesses the encoding; for text that starts with the value and ends with it, the
+    value decoded from the start is the same.
+    """
+    try:
+        text = payload.decode("utf-8")
+        value, end = _DECODER.raw_decode(text)
+    except ValueError:
+        pass
+    else:
+        if end == len(text):
+            return value
+    # Anything else as json.loads reads it, errors included.
+    return json.loads(payload)
+
+
 @attrs.frozen
 class PendingInterrupt:
     """A pause as the runtime stored it.
@@ -46,7 +68,7 @@ class PendingInterrupt:
         refused (``payload_mismatch``), never let through. A copy made with
         ``attrs.evolve()`` hashes its value anew; the value must not be changed in place.
         """
-        pending = cls(thread_id, checkpoint_id, interrupt_id, json.loads(payload))
+        pending = cls(thread_id, checkpoint_id, interrupt_id, _loads(payload))
         object.__setattr__(pending, "_hashed", (pending.value, hashlib.sha256(payload).hexdigest()))
         return pending
 

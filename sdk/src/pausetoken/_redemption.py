@@ -451,7 +451,8 @@ def _validate(interrupt: Interrupt[Any, Any], response: Any, payload: Any) -> No
 
 def _response_hash(interrupt: Interrupt[Any, Any], response: Any) -> str:
     try:
-        return hash_payload(interrupt.to_json(response))
+        # The hash of interrupt.to_json(response), without building that copy first.
+        return hash_payload(response, converter=interrupt.converter)
     except UnsupportedPayload as exc:
         msg = "the response cannot be represented exactly as JSON"
         raise InvalidResponse(msg) from exc

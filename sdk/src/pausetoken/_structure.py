@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import json
 import typing
 from typing import TYPE_CHECKING, Any, Final
@@ -216,8 +217,19 @@ def make_converter() -> cattrs.Converter:
     return converter
 
 
+def _is_record(kind: Any) -> bool:
+    return isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
+
+
+# Asked on every redemption of the few registered types.
+_is_record_type = functools.lru_cache(maxsize=256)(_is_record)
+
+
 def _structure(value: Any, kind: Any, converter: cattrs.Converter) -> Any:
-    is_record = isinstance(kind, type) and (attrs.has(kind) or dataclasses.is_dataclass(kind))
+    try:
+        is_record = _is_record_type(kind)
+    except TypeError:  # an unhashable type form
+        is_record = _is_record(kind)
     if is_record and isinstance(value, kind):
         # Round-trip instances so the same validation applies as to raw data.
         value = converter.unstructure(value)
