@@ -295,6 +295,31 @@ def test_an_instance_is_encoded_and_refused_as_the_full_path(value: Any, holder:
     assert _encoded(canonical_json, holder(value)) == _encoded(_full_path, holder(value))
 
 
+@attrs.define
+class _MappingRecord(dict):  # type: ignore[type-arg]
+    field: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class _IntRecord(int):
+    field: str = ""
+
+
+def _filled(record: _MappingRecord) -> _MappingRecord:
+    record["a"] = 2
+    return record
+
+
+@pytest.mark.parametrize(
+    "value",
+    [_MappingRecord(field=1), _filled(_MappingRecord(field=1)), _IntRecord(7)],
+    ids=["attrs dict, empty", "attrs dict", "dataclass int"],
+)
+def test_a_record_that_is_also_a_builtin_is_encoded_as_the_full_path(value: Any) -> None:
+    # The full path reads a mapping's items and an int's value before it looks for fields.
+    assert _encoded(canonical_json, value) == _encoded(_full_path, value)
+
+
 @pytest.mark.parametrize("depth", [MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
 @pytest.mark.parametrize("leaf", ["leaf", 1, [], {}])
 def test_an_instance_counts_as_one_level_of_nesting(depth: int, leaf: Any) -> None:

@@ -87,11 +87,17 @@ def b64url_decode(text: str) -> bytes:
         msg = "not canonical base64url without padding"
         raise ValueError(msg)
     try:
-        data = raw.translate(_URLSAFE_TO_STANDARD)
-        return binascii.a2b_base64(data + b"=" * (-len(text) % 4), strict_mode=True)
+        return _a2b(raw)
     except binascii.Error as exc:
         msg = "not base64url"
         raise ValueError(msg) from exc
+
+
+def _a2b(raw: bytes) -> bytes:
+    """Decode base64url bytes of the alphabet, padding them; `binascii.Error` otherwise."""
+    return binascii.a2b_base64(
+        raw.translate(_URLSAFE_TO_STANDARD) + b"=" * (-len(raw) % 4), strict_mode=True
+    )
 
 
 def _canonical_end(text: str) -> bool:
@@ -236,8 +242,7 @@ def b64decode_segment(segment: str) -> bytes:
         InvalidToken: ``token_malformed``.
     """
     try:
-        raw = segment.encode("ascii").translate(_URLSAFE_TO_STANDARD)
-        return binascii.a2b_base64(raw + b"=" * (-len(segment) % 4), strict_mode=True)
+        return _a2b(segment.encode("ascii"))
     except (binascii.Error, ValueError) as exc:
         msg = "the token is not valid base64url"
         raise InvalidToken(msg, code=InvalidToken.TOKEN_MALFORMED) from exc

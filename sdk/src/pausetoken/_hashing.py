@@ -118,6 +118,26 @@ def _from_list(
     ]
 
 
+# What `to_json_value()` reads as a value of its own before it looks for a record's fields:
+# a record that is also one of these (an attrs class deriving from int) is read as that.
+_READ_BEFORE_FIELDS = (
+    str,
+    bool,
+    dict,
+    list,
+    enum.Enum,
+    int,
+    float,
+    bytes,
+    bytearray,
+    memoryview,
+    set,
+    frozenset,
+    Mapping,
+    tuple,
+)
+
+
 def _is_instance(obj: Any) -> bool:
     """Whether ``obj`` is an instance the converter unstructures (attrs, dataclass, pydantic)."""
     return attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj)
@@ -224,6 +244,23 @@ def _plain(obj: Any, depth: int = 0) -> bool:  # noqa: PLR0911 - one flat dispat
     return True
 
 
+def _json_value(obj: Any, converter: cattrs.Converter | None) -> tuple[JSONValue, bool]:
+    """``obj`` as `to_json_value()` converts it, and whether it is plain (`_plain()`).
+
+    Plain data is returned as it is, and so is what a record unstructures to when that is
+    plain: converting either would only copy it. Only for encoding: never handed out.
+    """
+    if _plain(obj):
+        return obj, True
+    if not _is_instance(obj) or isinstance(obj, _READ_BEFORE_FIELDS):
+        return to_json_value(obj, converter=converter), False
+    # What `to_json_value()` does with a record: its fields, one level down.
+    value = _unstructure(obj, converter)
+    if _plain(value, 1):
+        return value, True
+    return to_json_value(value, converter=converter, _depth=1), False
+
+
 def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> bytes:
     """Encode ``obj`` as RFC 8785 canonical JSON (the bytes that are hashed).
 
@@ -231,19 +268,8 @@ def canonical_json(obj: Any, *, converter: cattrs.Converter | None = None) -> by
         UnsupportedPayload: as `to_json_value()`, and for strings that are not valid
             Unicode (lone surrogates).
     """
-    # Plain JSON data (what a checkpoint or a converter hands over) is encoded as it is:
-    # converting it would only copy it. So is what a class instance unstructures to, when
-    # that is plain: it is encoded here and never handed out.
-    value = obj
-    plain = _plain(obj)
-    if not plain and _is_instance(obj):
-        unstructured = _unstructure(obj, converter)
-        # One level down, as `to_json_value()` converts it.
-        plain = _plain(unstructured, 1)
-        if plain:
-            value = unstructured
-    if not plain:
-        value = to_json_value(obj, converter=converter)
+    # Plain JSON data (what a checkpoint or a converter hands over) is encoded as it is.
+    value, plain = _json_value(obj, converter)
     try:
         if not plain and _needs_full_encoder(value):
             return rfc8785.dumps(value)
