@@ -7,7 +7,8 @@ Baselines: joserfc `jwt.encode` (mint), joserfc `jwt.decode` + `JWTClaimsRegistr
 (verify), and for consume both a bare dict-based single-use check and the naive redemption
 (joserfc decode + claims validation + adding the jti to a set under an `asyncio.Lock`; target
 ratio >= 0.6). Ratios are ours / baseline: above 1.0 means pausetoken is faster. Medians of
-the repeats; the machine is noisy, compare ratios. Each step of a consume (verify, the answer
+the repeats (consume's and the naive check's taken in turns); the machine is noisy,
+compare ratios. Each step of a consume (verify, the answer
 typed and hashed, the checkpoint read with the payload hashed and typed, the pause key, the
 claim and the commit) is also timed alone: their sum is the floor no consume can go under
 without leaving a step out.
@@ -74,6 +75,27 @@ def arate(run: Callable[[int], Awaitable[float]], n: int, repeats: int) -> float
         return [n / await run(n) for _ in range(repeats)]
 
     return statistics.median(asyncio.run(all_runs()))
+
+
+def arates_in_turn(
+    ours: Callable[[int], Awaitable[float]],
+    baseline: Callable[[int], Awaitable[float]],
+    n: int,
+    repeats: int,
+) -> tuple[float, float]:
+    """`arate()` of both, their repeats taken in turns (ours first, then the baseline first)."""
+
+    async def all_runs() -> tuple[list[float], list[float]]:
+        our_rates: list[float] = []
+        baseline_rates: list[float] = []
+        for i in range(repeats):
+            pair = (ours, baseline) if i % 2 == 0 else (baseline, ours)
+            for run in pair:
+                (our_rates if run is ours else baseline_rates).append(n / await run(n))
+        return our_rates, baseline_rates
+
+    our_rates, baseline_rates = asyncio.run(all_runs())
+    return statistics.median(our_rates), statistics.median(baseline_rates)
 
 
 def build() -> PauseTokens:
@@ -183,7 +205,6 @@ def bench_consume(tokens: PauseTokens, n: int, repeats: int, verify_rate: float)
             await tokens.consume(each, answer, scope=SCOPE)
         return time.perf_counter() - start
 
-    ours = arate(ours_consume, n, repeats)
     jtis = [f"jti-{i}" for i in range(n * repeats)]
     used: dict[str, str] = {}
 
@@ -213,9 +234,10 @@ def bench_consume(tokens: PauseTokens, n: int, repeats: int, verify_rate: float)
                 seen.add(claims["jti"])
         return time.perf_counter() - start
 
+    # Taken in turns, so that a machine that speeds up or slows down meanwhile weighs on both.
+    ours, naive = arates_in_turn(ours_consume, naive_consume, n, repeats)
     bare = rate(dict_check, n, repeats)
     report("consume", ours, "bare dict single-use check", bare, judged=False)
-    naive = arate(naive_consume, n, repeats)
     report("consume", ours, "joserfc decode + claims + jti set under a lock", naive, target=0.6)
     # Where a consume's time goes: the verification, and everything after it (the checkpoint
     # check, hashing and typing the payload and the answer, the claim, the commit).

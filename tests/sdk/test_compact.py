@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
+from typing import Any
 
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from pausetoken._compact import b64url_decode, b64url_encode, split_token
+from pausetoken._compact import (
+    MAX_PAYLOAD_DEPTH,
+    _parse_json_text,
+    b64url_decode,
+    b64url_encode,
+    parse_payload,
+    split_token,
+)
 from pausetoken.exceptions import InvalidToken
 
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
@@ -82,3 +91,73 @@ def test_a_token_splits_exactly_when_it_has_the_compact_shape(segments: int, tok
     compact = _SHAPES[segments].fullmatch(token) is not None and canonical
     expected = token.split(".") if compact else "token_malformed"
     assert _splits(token, segments) == expected
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def _payload_texts(draw: st.DrawFn) -> str:
+    """JSON texts a payload may be: compact or spaced, padded, with a duplicate or trailing data."""
+    value = draw(st.dictionaries(st.text(max_size=3), _json_values, max_size=4) | _json_values)
+    spaced = draw(st.booleans())
+    text = json.dumps(value, separators=(", ", ": ") if spaced else (",", ":"))
+    if draw(st.booleans()) and text.startswith("{") and len(text) > 2:
+        text = text[:-1] + ',"k":1,"k":2}'  # a duplicate member
+    before = draw(st.sampled_from(["", "", " ", "\n", "\ufeff"]))
+    after = draw(st.sampled_from(["", "", " ", "\t", "x", "{}", ",1"]))
+    return before + text + after
+
+
+def _parsed(raw: bytes) -> Any:
+    """What parse_payload() returns, or its refusal's code and detail."""
+    try:
+        return parse_payload(raw)
+    except InvalidToken as exc:
+        return (exc.code, exc.detail)
+
+
+def _parsed_in_full(raw: bytes) -> Any:
+    """parse_payload() as the full parse reads a payload (the whitespace scans included)."""
+    code = InvalidToken.TOKEN_PAYLOAD_INVALID
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return (code, "the token payload is not UTF-8")
+    try:
+        value = _parse_json_text(text, code, "payload")
+    except InvalidToken as exc:
+        return (exc.code, exc.detail)
+    return value
+
+
+@given(_payload_texts())
+@example('{"a":1}')
+@example(' {"a":1}')
+@example('{"a":1} ')
+@example('{"a":1,"a":2}')
+@example('{"a":1}{"b":2}')
+@example("[1]")
+@example('"text"')
+@example("")
+def test_a_payload_reads_as_the_full_parse_reads_it(text: str) -> None:
+    raw = text.encode("utf-8")
+    assert _parsed(raw) == _parsed_in_full(raw)
+
+
+@pytest.mark.parametrize("depth", [MAX_PAYLOAD_DEPTH - 1, MAX_PAYLOAD_DEPTH, MAX_PAYLOAD_DEPTH + 1])
+@pytest.mark.parametrize("bracket", ["[", "{"])
+def test_a_payload_nested_over_the_limit_is_refused(depth: int, bracket: str) -> None:
+    inner = "[" * depth + "]" * depth if bracket == "[" else '{"a":' * depth + "1" + "}" * depth
+    result = _parsed(f'{{"x":{inner}}}'.encode())
+    if depth + 1 > MAX_PAYLOAD_DEPTH:
+        assert result[0] == "token_payload_invalid"
+        assert "nested" in result[1]
+    else:
+        assert isinstance(result, dict)

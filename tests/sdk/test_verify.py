@@ -19,6 +19,7 @@ from pausetoken import (
     SealedSigner,
     Signer,
     TokenPolicy,
+    _verify,
     decode_unverified,
     verify_token,
 )
@@ -189,6 +190,10 @@ def test_unknown_claims_are_refused() -> None:
         ("iat", True),
         ("iat", -1),
         ("iat", 2**53),
+        ("exp", -1),
+        ("exp", 2**53),
+        ("nbf", -1),
+        ("nbf", 2**53),
         ("nbf", "now"),
         ("nbf", False),
         ("ver", 2),
@@ -208,6 +213,8 @@ def test_unknown_claims_are_refused() -> None:
         ("tool_call_id", 5),
         ("sub", ""),
         ("sub", False),
+        ("ns", ""),
+        ("ns", ["graph"]),
         ("scope_hash", "A" * 64),
         ("scope_hash", "a" * 63),
         ("scope_hash", "a" * 64 + "\n"),
@@ -219,6 +226,44 @@ def test_claims_of_the_wrong_type_or_format_are_refused(claim: str, value: Any) 
     error = refused(claims(**{claim: value}))
     assert error.code == "token_claims_invalid"
     assert f"'{claim}'" in error.detail
+
+
+# Values a claim may be given: every JSON type, and the edges of the checks on each.
+claim_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-1, 2**53 + 1),
+    st.sampled_from([0, 1, 2, 2**53 - 1, 2**53, NOW, CLAIMS_VERSION, 1.0, float(NOW)]),
+    st.text(max_size=3),
+    st.sampled_from(["", "a" * 512, "a" * 513, "a" * 64, "A" * 64, "a" * 63, "a" * 64 + "\n"]),
+    pst.hashes(),
+    pst.jtis(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+)
+claim_names = st.sampled_from([*REQUIRED, "tool_call_id", "sub", "ns", "nbf", "role", "NBF"])
+
+
+@given(
+    base=valid_claims(),
+    dropped=st.lists(claim_names, max_size=2),
+    changed=st.dictionaries(claim_names, claim_values, max_size=2),
+)
+def test_the_claim_checks_accept_exactly_what_the_detailed_checks_accept(
+    base: tuple[dict[str, Any], int], dropped: list[str], changed: dict[str, Any]
+) -> None:
+    # verify_token() checks a claim set in one pass and, only when that fails, again
+    # claim by claim to say what is wrong: the two must agree on every claim set.
+    body = {**base[0], **changed}
+    for name in dropped:
+        body.pop(name, None)
+    verified = _verify._well_formed(body)
+    try:
+        _verify._check_claims(body)
+    except InvalidToken:
+        assert verified is None
+    else:
+        assert verified == Claims(**{k: v for k, v in body.items() if k != "nbf"})
 
 
 def test_the_detail_names_the_claim_but_never_its_value() -> None:

@@ -291,6 +291,20 @@ def _parse_json_text(
     return value
 
 
+def _read_object(text: str) -> dict[str, Any] | None:
+    """A JSON object that is all of ``text``, as `_parse_json_text` reads it; else ``None``.
+
+    What a signer writes (an object, no whitespace around it) without `JSONDecoder.decode`'s
+    whitespace scans. ``None`` for anything else, duplicate members included: the full parse
+    then refuses it with its own message.
+    """
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if end == len(text) and type(value) is dict else None
+
+
 def _utf8(raw: bytes, code: Code, what: str) -> str:
     # Decode first: json.loads on bytes would also accept UTF-16 and UTF-32.
     try:
@@ -337,10 +351,14 @@ def parse_payload(raw: bytes) -> dict[str, Any]:
     """
     code = InvalidToken.TOKEN_PAYLOAD_INVALID
     text = _utf8(raw, code, "payload")
-    payload = _parse_json_text(text, code, "payload")
+    payload = _read_object(text)
+    if payload is None:  # anything but one object, alone: as the full parse reads it
+        payload = _parse_json_text(text, code, "payload")
     # Nesting cannot exceed the number of opening brackets; walk only when it could.
-    if text.count("{") + text.count("[") > MAX_PAYLOAD_DEPTH and _too_deep(
-        payload, MAX_PAYLOAD_DEPTH
+    if (
+        (text.find("{", 1) != -1 or "[" in text)
+        and text.count("{") + text.count("[") > MAX_PAYLOAD_DEPTH
+        and _too_deep(payload, MAX_PAYLOAD_DEPTH)
     ):
         _fail(
             InvalidToken.TOKEN_PAYLOAD_INVALID,

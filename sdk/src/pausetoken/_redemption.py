@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hmac
-import secrets
+import os
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from pausetoken._claims import Claims, Redemption, Scope, hash_scope
+from pausetoken._compact import b64url_encode
 from pausetoken._hashing import hash_payload
 from pausetoken._lease import Lease
 from pausetoken._service_api import namespace_of, row_expiry, skewed, store_call, utc
@@ -225,7 +226,8 @@ class Redeemer:
             name=claims.name,
             response_hash=checked.response_hash,
             expires_at=row_expiry(policy, at),
-            lease_id=secrets.token_urlsafe(16),
+            # secrets.token_urlsafe(16), without the base64 module's extra calls.
+            lease_id=b64url_encode(os.urandom(16)),
             lease_until=at + service.lease,
             now=skewed(policy, at),
         )
