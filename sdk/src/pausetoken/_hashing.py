@@ -138,6 +138,14 @@ _READ_BEFORE_FIELDS = (
 )
 
 
+# Asked of every record hashed: an isinstance() test against the ABCs in that tuple costs
+# more than the answer cached per type.
+@functools.lru_cache(maxsize=256)
+def _reads_as_value(kind: Any) -> bool:
+    """Whether instances of ``kind`` are one of `_READ_BEFORE_FIELDS`."""
+    return issubclass(kind, _READ_BEFORE_FIELDS)
+
+
 def _is_instance(obj: Any) -> bool:
     """Whether ``obj`` is an instance the converter unstructures (attrs, dataclass, pydantic)."""
     return attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj)
@@ -252,7 +260,8 @@ def _json_value(obj: Any, converter: cattrs.Converter | None) -> tuple[JSONValue
     """
     if _plain(obj):
         return obj, True
-    if not _is_instance(obj) or isinstance(obj, _READ_BEFORE_FIELDS):
+    kind: Any = type(obj)
+    if not _is_instance(obj) or _reads_as_value(kind):
         return to_json_value(obj, converter=converter), False
     # What `to_json_value()` does with a record: its fields, one level down.
     value = _unstructure(obj, converter)
