@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
-import sys
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
@@ -27,14 +27,14 @@ R = TypeVar("R")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
+@functools.cache
 def _module(name: str) -> ModuleType:
     """The module ``name``, imported on first use.
 
-    A function-level import statement costs more than this lookup on every call, and these
-    run several times per redemption.
+    A function-level import statement costs more than this cached lookup on every call, and
+    these run several times per redemption.
     """
-    module = sys.modules.get(name)
-    return importlib.import_module(name) if module is None else module
+    return importlib.import_module(name)
 
 
 def _valid_name(_instance: object, _attribute: attrs.Attribute[Any], value: str) -> None:
