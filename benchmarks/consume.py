@@ -28,6 +28,9 @@ service redeems through it, the figure is measured a second time with that metho
 by a delegating wrapper, so the service claims and then commits (two store calls). Which
 store calls a consume made is found by running one through a recording wrapper, and printed.
 
+The output also shows this process's CPU time per consume next to the wall time per consume:
+when the two are about equal, the figure is bound by this process's CPU, not the server's.
+
 Every figure is the median of several rounds; the candidates take turns within a round, in
 an order that alternates from round to round. Engines are skipped with a one-line note as
 in ``stores.py``: a driver or store distribution not installed, or no URL variable
@@ -381,6 +384,9 @@ async def measure(label: str, store: TokenStore, baseline: Baseline, n: int, rou
     template = ours.verify(sample).to_dict()
     baseline.expect(template["scope_hash"])
     samples: dict[str, list[float]] = {name: [] for name in [*candidates, "baseline"]}
+    # This process's CPU time per consume (user and system): when it is about the wall
+    # time per consume, the run is bound by this process, not by the server.
+    cpu: dict[str, list[float]] = {name: [] for name in samples}
     order = list(samples)
     warm = max(50, n // 10)
     for r in range(-1, rounds):  # round -1 warms connections and statement caches up
@@ -391,9 +397,11 @@ async def measure(label: str, store: TokenStore, baseline: Baseline, n: int, rou
         }
         ops["baseline"] = baseline.consume(sign_like(template, count))
         for name in order if r % 2 == 0 else order[::-1]:
+            started = time.process_time()
             took = await rate(ops[name], count, CONCURRENCY)
             if r >= 0:
                 samples[name].append(took)
+                cpu[name].append((time.process_time() - started) / count)
     medians = {name: statistics.median(values) for name, values in samples.items()}
     base = medians["baseline"]
     shown = {"ours": f"PauseTokens.consume, {path}"}
@@ -403,6 +411,13 @@ async def measure(label: str, store: TokenStore, baseline: Baseline, n: int, rou
     width = max(map(len, shown.values()))
     for name, text in shown.items():
         print(f"{text:<{width}} {medians[name]:>8,.0f}/s   ratio {medians[name] / base:.2f}")
+    print(
+        "this process's CPU per consume (wall time per consume): "
+        + ", ".join(
+            f"{name} {statistics.median(cpu[name]) * 1e6:.0f} µs ({1e6 / medians[name]:.0f} µs)"
+            for name in shown
+        )
+    )
     measure_name = f"{label}: consumes/s at concurrency {CONCURRENCY}"
     hand_written = f"joserfc + {baseline.statement}"
     record(
