@@ -11,12 +11,16 @@ import hmac
 import operator
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from pausetoken._claims import CLAIMS_VERSION, HASH_PATTERN, JTI_PATTERN, Claims
 from pausetoken._compact import b64decode_segment, parse_header, parse_payload, split_token
 from pausetoken._policy import DEFAULT_MAX_TOKEN_BYTES, MAX_CLAIM_LENGTH, TokenPolicy
 from pausetoken.exceptions import InvalidToken, TokenExpired
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pausetoken._signer_api import Signer
 
 __all__ = ["decode_unverified", "verify_token"]
@@ -41,25 +45,12 @@ _REQUIRED: Final = frozenset((*_STRINGS, *_HASHES, *_TIMES, "session_id", "ver")
 # session_id may be empty (a run without a session); tool_call_id and sub are optional.
 _OPTIONAL_STRINGS: Final = ("tool_call_id", "sub", "ns")
 _KNOWN: Final = _REQUIRED | {*_OPTIONAL_STRINGS, "nbf"}
-# The required claims in Claims' field order: read from a claim set in one call and
-# checked together (`_well_formed`).
-_FIELDS: Final = (
-    "iss",
-    "aud",
-    "iat",
-    "exp",
-    "jti",
-    "name",
-    "interrupt_id",
-    "run_id",
-    "session_id",
-    "thread_id",
-    "checkpoint_id",
-    "scope_hash",
-    "request_hash",
-    "ver",
-)
+# The required claims in Claims' field order (``ver`` last): read from a claim set in one
+# call and checked together (`_well_formed`).
+_FIELDS: Final = tuple(field.name for field in attrs.fields(Claims) if field.name in _REQUIRED)
 _READ_FIELDS: Final = operator.itemgetter(*_FIELDS)
+# Claims, called with those fields by position (a type checker cannot count a tuple's items).
+_CLAIMS_OF: Final[Callable[..., Claims]] = Claims
 _FIELD_TYPES: Final = tuple(int if name in {*_TIMES, "ver"} else str for name in _FIELDS)
 _JWS_SEGMENTS: Final = 3
 _JWE_SEGMENTS: Final = 5
@@ -133,25 +124,7 @@ def _well_formed(claims: dict[str, Any]) -> Claims | None:
         if nbf is not None and (type(nbf) is not int or not 0 <= nbf <= _MAX_TIME):
             return None
     # nbf is checked with the time; Claims carries what the service uses after verification.
-    return Claims(
-        iss,
-        aud,
-        iat,
-        exp,
-        jti,
-        name,
-        interrupt_id,
-        run_id,
-        session_id,
-        thread_id,
-        checkpoint_id,
-        scope_hash,
-        request_hash,
-        tool_call_id,
-        sub,
-        ns,
-        ver,
-    )
+    return _CLAIMS_OF(*values[:-1], tool_call_id, sub, ns, ver)
 
 
 def _check_claims(claims: dict[str, Any]) -> None:
