@@ -165,6 +165,75 @@ async def test_a_renewal_that_never_answers_is_abandoned_and_the_next_one_keeps_
     assert renewals.calls >= 3
 
 
+class DeafRenewals(Renewals):
+    """A store whose renewal never answers and ignores being cancelled, until `let_go`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.let_go = asyncio.Event()
+
+    async def renew(self, pause_key: str, lease_id: str, lease_until: datetime) -> bool:
+        self.calls += 1
+        while not self.let_go.is_set():
+            try:
+                await self.let_go.wait()
+            except asyncio.CancelledError:  # deaf to it: only the lease's end can stop the body
+                self.abandoned += 1
+        raise asyncio.CancelledError  # let go: the cancellations it heard end it at last
+
+
+async def test_a_renewal_deaf_to_cancellation_does_not_keep_the_body_past_the_lease_end() -> None:
+    renewals = DeafRenewals()
+    lease = held(renewals)
+    finished = False
+
+    async def body() -> None:
+        nonlocal finished
+        await asyncio.sleep(5)
+        finished = True
+
+    try:
+        with pytest.raises(LeaseLost):
+            async with asyncio.timeout(4):  # the renewal is stuck: only the lease's end stops it
+                await lease.run(body())
+        assert lease.lapsed()
+        assert lease.lost
+        assert not finished
+        assert renewals.calls == 1  # stuck in the first renewal all along
+    finally:
+        renewals.let_go.set()
+        await lease.stop()
+
+
+async def test_a_lease_kept_with_less_than_a_renewal_interval_left_ends_at_its_end() -> None:
+    # A claim that took most of its lease: the lease ends before its first renewal is due.
+    renewals = Renewals()
+    length = timedelta(seconds=3)  # a renewal every second
+    lease = Lease(
+        store=cast("TokenStore", renewals),
+        pause_key="pause",
+        lease_id="lease",
+        until=datetime.now(UTC) + timedelta(milliseconds=20),
+        length=length,
+        clock=time.time,
+    )
+    lease.keep()
+    finished = False
+
+    async def body() -> None:
+        nonlocal finished
+        await asyncio.sleep(5)
+        finished = True
+
+    with pytest.raises(LeaseLost):
+        async with asyncio.timeout(0.9):  # before the first renewal could have extended it
+            await lease.run(body())
+    assert renewals.calls == 0
+    assert lease.lost
+    assert not finished
+    await lease.stop()
+
+
 async def test_a_body_that_swallows_the_cancellation_keeps_its_result() -> None:
     renewals = Renewals()
     lease = held(renewals)

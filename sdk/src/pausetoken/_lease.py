@@ -153,12 +153,17 @@ class Lease:
         """
         if self._timer is not None or self._keeper is not None:
             return
-        self._watch_deadline()
         if at_once:
+            self._watch_deadline()
             self._start_renewing()
             return
+        interval = self._interval()
+        # A lease with more than an interval left cannot end before the first renewal is
+        # due, so one timer does for both: `_start_renewing` watches the end from then on.
+        if self._left() <= interval:
+            self._watch_deadline()
         loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(self._interval(), self._start_renewing)
+        self._timer = loop.call_later(interval, self._start_renewing)
 
     def _watch_deadline(self) -> None:
         loop = asyncio.get_running_loop()
@@ -178,6 +183,8 @@ class Lease:
 
     def _start_renewing(self) -> None:
         self._timer = None
+        if self._deadline is None:
+            self._watch_deadline()
         self._keeper = asyncio.get_running_loop().create_task(self._renew_until_stopped())
 
     async def stop(self) -> None:
