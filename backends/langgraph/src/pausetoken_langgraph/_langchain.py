@@ -10,7 +10,7 @@ one decision; the decisions that tool allows travel in the interrupt's ``respons
 Nothing here imports LangChain: the shapes are read from the values LangGraph stores. An
 edit's arguments are checked against the tool's own argument schema when
 [`resume()`][pausetoken_langgraph.resume] redeems: it hands the graph's tools to the kinds'
-validators (`checking_edits_with`), so a bad edit is refused before anything is claimed.
+validators (`checking_edits_against`), so a bad edit is refused before anything is claimed.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LANGCHAIN_BATCHED",
     "LANGCHAIN_PER_CALL",
-    "checking_edits_with",
+    "checking_edits_against",
     "graph_tools",
     "langchain_kind",
     "langchain_value",
@@ -43,12 +43,11 @@ _BATCHED_KEYS: Final = frozenset({"action_requests", "review_configs"})
 _PER_CALL_TYPE: Final = "tool_approval"
 _ALLOWED: Final = "allowed_decisions"
 
-# The tools of the graph being resumed, by name, while resume() redeems: the kinds' validators
-# run inside redeem(), before its claim, and take no other argument than the answer and the
-# payload. None outside resume(): a bare redeem() checks the decisions' shape only.
-_EDIT_TOOLS: ContextVar[Mapping[str, Any] | None] = ContextVar(
-    "pausetoken_langchain_edit_tools", default=None
-)
+# The graph being resumed, while resume() redeems: the kinds' validators run inside redeem(),
+# before its claim, and take no other argument than the answer and the payload. Its tools are
+# looked up only when an edit is checked (most answers are not edits). None outside resume():
+# a bare redeem() checks the decisions' shape only.
+_EDIT_GRAPH: ContextVar[object | None] = ContextVar("pausetoken_langchain_edit_graph", default=None)
 
 
 def _is_object(value: object) -> bool:
@@ -159,13 +158,13 @@ def graph_tools(graph: object) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def checking_edits_with(tools: Mapping[str, Any]) -> Iterator[None]:
-    """Within the block, the LangChain kinds check edits against these tools' schemas."""
-    reset = _EDIT_TOOLS.set(tools)
+def checking_edits_against(graph: object) -> Iterator[None]:
+    """Within the block, the LangChain kinds check edits against ``graph``'s tools' schemas."""
+    reset = _EDIT_GRAPH.set(graph)
     try:
         yield
     finally:
-        _EDIT_TOOLS.reset(reset)
+        _EDIT_GRAPH.reset(reset)
 
 
 def _location(loc: Sequence[object]) -> str:
@@ -180,9 +179,10 @@ def _check_edited_args(decision: Mapping[str, Any], field: str) -> None:
     when it runs. A tool whose schema is JSON Schema rather than a pydantic model, or a
     name the graph has no tool for, is left as the middleware leaves it: unchecked.
     """
-    tools = _EDIT_TOOLS.get()
-    if not tools or decision.get("type") != "edit":
+    graph = _EDIT_GRAPH.get()
+    if graph is None or decision.get("type") != "edit":
         return
+    tools = graph_tools(graph)
     action = decision["edited_action"]
     schema = getattr(tools.get(action["name"]), "tool_call_schema", None)
     from pydantic import BaseModel, ValidationError  # noqa: PLC0415 - LangChain's dependency

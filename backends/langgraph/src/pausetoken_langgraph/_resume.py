@@ -18,8 +18,7 @@ from pausetoken.plugins import fingerprint
 from pausetoken_langgraph._ask import unwrap
 from pausetoken_langgraph._langchain import (
     LANGCHAIN_PER_CALL,
-    checking_edits_with,
-    graph_tools,
+    checking_edits_against,
     langchain_kind,
 )
 from pausetoken_langgraph._reader import LangGraphCheckpoints, pending_interrupts, stored_value
@@ -361,7 +360,7 @@ async def resume(
     reader = _reader_for(service, graph)
     base = _resume_config(config)
     # LangChain's edits are checked against the graph's tools in redeem(), before its claim.
-    with checking_edits_with(graph_tools(graph)):
+    with checking_edits_against(graph):
         async with service.redeem(
             token, response, scope=scope, principal=principal, expect=expect
         ) as redemption:
