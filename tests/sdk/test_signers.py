@@ -18,6 +18,7 @@ from joserfc.jwk import OctKey, OKPKey
 
 from pausetoken import JoseSigner, KeyRing, SealedSigner
 from pausetoken._signer_api import SIGNERS_API_VERSION, Signer
+from pausetoken._signers import _HmacSha256
 from pausetoken.exceptions import ConfigurationError, InvalidToken, UnsupportedPayload
 from pausetoken.testing import strategies as pst
 
@@ -723,6 +724,18 @@ def test_the_signers_own_hs256_headers_take_the_standard_library_path(
     monkeypatch.setattr(HMACAlgorithm, "verify", no_joserfc)
     for token in tokens:
         assert JoseSigner(ROTATED).verify(token, now=0.0) == {"x": 1}
+
+
+@given(
+    key=st.binary(min_size=1, max_size=200) | st.sampled_from([b"k" * 63, b"k" * 64, b"k" * 65]),
+    messages=st.lists(st.binary(max_size=300), min_size=1, max_size=3),
+)
+def test_the_hs256_mac_is_the_standard_library_s_hmac(key: bytes, messages: list[bytes]) -> None:
+    # Keys up to, at and over SHA-256's 64-byte block (hashed first, as RFC 2104 says), and
+    # one MAC object used for several messages (its key states are copied, never updated).
+    mac = _HmacSha256(key)
+    for message in messages:
+        assert mac.digest(message) == hmac.digest(key, message, "sha256")
 
 
 @given(claims=pst.json_objects(), data=st.data(), now=st.sampled_from([0.0, 4.0, 5.0, 6.0]))

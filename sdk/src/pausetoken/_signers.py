@@ -2,13 +2,13 @@
 
 joserfc provides the cryptography (its JWS algorithm objects and its AES-GCM content
 encryption; an HS256 token whose header is byte for byte the one the signer writes for one of
-its keys is checked with the standard library's HMAC, the same computation with fewer
-calls); everything around it is done here, in the verification order of the Security page,
-cheapest and unauthenticated checks first: size, header length, shape, header JSON, ``alg``
-allow-list, header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement, algorithm),
-signature or decryption, payload JSON. joserfc's own ``jwt.decode`` accepts duplicate
-members, any ``kid`` with a single key, extra headers and a missing ``typ``; none of that
-passes here.
+its keys is checked with HMAC-SHA256 on the standard library's hashes, the same computation
+with fewer calls); everything around it is done here, in the verification order of the
+Security page, cheapest and unauthenticated checks first: size, header length, shape, header
+JSON, ``alg`` allow-list, header whitelist, ``typ``, ``kid`` (syntax, lookup, retirement,
+algorithm), signature or decryption, payload JSON. joserfc's own ``jwt.decode`` accepts
+duplicate members, any ``kid`` with a single key, extra headers and a missing ``typ``; none of
+that passes here.
 
 Header members are checked by name before their values are looked at, so a token that
 names ``alg: none``, no ``alg``, a wrapped key or a ``crit``/``jwk``/``x5c`` member gets the
@@ -17,6 +17,7 @@ code of that attack whatever the member's JSON type, and no key is consulted for
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import secrets
@@ -129,15 +130,49 @@ def _jws_header_segment(alg: str, kid: str) -> str:
     return b64url_encode(json.dumps(header, separators=(",", ":")).encode("ascii"))
 
 
-def _hmac_secrets(keys: KeyRing, allowed: frozenset[str]) -> dict[str, tuple[str, bytes]]:
-    """Header segment -> ``(kid, secret)`` for the HS256 keys checked with the stdlib's HMAC.
+# SHA-256's block size, and the key pads of RFC 2104 as translation tables.
+_SHA256_BLOCK: Final = 64
+_INNER_PAD: Final = bytes(byte ^ 0x36 for byte in range(256))
+_OUTER_PAD: Final = bytes(byte ^ 0x5C for byte in range(256))
+
+
+class _HmacSha256:
+    """HMAC-SHA256 under one key, its two padded key blocks hashed once (RFC 2104, 4).
+
+    A MAC then costs two copies of those states and two digests, which is what the
+    standard library's ``hmac`` module does for an ``HMAC`` object; ``hmac.digest()`` sets
+    up OpenSSL's MAC again on every call, which costs far more on a cold cache.
+    """
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) > _SHA256_BLOCK:
+            secret = hashlib.sha256(secret).digest()
+        block = secret.ljust(_SHA256_BLOCK, b"\0")
+        self._inner = hashlib.sha256(block.translate(_INNER_PAD))
+        self._outer = hashlib.sha256(block.translate(_OUTER_PAD))
+
+    def __repr__(self) -> str:
+        return "<HMAC-SHA256 key>"
+
+    def digest(self, message: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(message)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+
+def _hmac_secrets(keys: KeyRing, allowed: frozenset[str]) -> dict[str, tuple[str, _HmacSha256]]:
+    """Header segment -> ``(kid, its MAC)`` for the HS256 keys checked with the stdlib's hashes.
 
     Only the exact segment `_jws_header_segment()` writes is listed, and only after it passed
     the same header checks as any other token; the algorithm is the key's own (configuration,
     never the token). A key joserfc would refuse to verify with (``key_ops`` without
     ``verify``, an empty secret) is left to the general path, which refuses it as before.
     """
-    fast: dict[str, tuple[str, bytes]] = {}
+    fast: dict[str, tuple[str, _HmacSha256]] = {}
     if "HS256" not in allowed:
         return fast
     for kid, alg, key in ring_keys(keys):
@@ -152,7 +187,7 @@ def _hmac_secrets(keys: KeyRing, allowed: frozenset[str]) -> dict[str, tuple[str
         segment = _jws_header_segment(alg, kid)
         checked = _check_header(parse_header(segment), allowed=allowed, members=_JWS_HEADER_MEMBERS)
         if checked == (alg, kid):
-            fast[segment] = (kid, secret)
+            fast[segment] = (kid, _HmacSha256(secret))
     return fast
 
 
@@ -363,7 +398,7 @@ class JoseSigner(_RingSigner):
     def _verify_hmac(
         self,
         token: str,
-        hmac_key: tuple[str, bytes],
+        hmac_key: tuple[str, _HmacSha256],
         payload_segment: str,
         signature_segment: str,
         now: float,
@@ -371,14 +406,15 @@ class JoseSigner(_RingSigner):
         """`verify()` for a header this signer writes for one of its HS256 keys.
 
         The checks and their order are those of the general path; only the HMAC is computed
-        by the standard library (joserfc's does the same computation through more calls).
+        with the standard library's hashes (joserfc's does the same computation through more
+        calls).
         """
         if not signature_segment:
             _fail(InvalidToken.TOKEN_MALFORMED, "the token has no signature")
-        kid, secret = hmac_key
+        kid, mac = hmac_key
         self._keys.key_for(kid, now=now)  # unknown (never, here) or retired
         signing_input = token[: len(token) - len(signature_segment) - 1]
-        expected = hmac.digest(secret, signing_input.encode("ascii"), "sha256")
+        expected = mac.digest(signing_input.encode("ascii"))
         # Compared as text: split_token() admitted only canonical base64url, which has one
         # text per byte string, so equal text is an equal signature (and encoding 32 bytes
         # costs less than decoding the segment).
