@@ -35,6 +35,13 @@ store's commit statement, on the saver's connection, in one transaction (one syn
 `resume()`'s own commit then finds the pause committed. It copies the saver's INSERT from
 langgraph-checkpoint-sqlite and holds only while one resume runs at a time: a measurement,
 not a design to ship.
+
+`--hand-head` is a prototype of handing LangGraph the head that the staleness check read:
+the check reads the whole head tuple (``aget_tuple``) instead of its narrow statement, and
+the resumed run is given a checkpointer (through LangGraph's internal
+``__pregel_checkpointer`` config key) whose first read of the thread's head answers with that
+tuple, so LangGraph does not read it again. The run then resumes from exactly the checkpoint
+the checks passed on. A measurement of what that design would save, not a design to ship.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import attrs
-from langgraph.checkpoint.base import get_checkpoint_metadata
+from langgraph.checkpoint.base import BaseCheckpointSaver, get_checkpoint_metadata
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 from sqlalchemy import event
@@ -238,6 +245,63 @@ class CommitFold:
         }
 
 
+class HandedHead(BaseCheckpointSaver[Any]):
+    """--hand-head: a saver whose next read of a thread's head answers with a tuple read before.
+
+    Built over ``reader``, whose staleness check then reads the whole head and keeps it for
+    the run; the run is given this saver through `run_config`. Every other call goes to
+    ``saver``; so does a read of a subgraph's namespace or of a given checkpoint.
+    """
+
+    def __init__(self, saver: Any, reader: LangGraphCheckpoints) -> None:
+        super().__init__(serde=saver.serde)
+        self.saver, self.reader = saver, reader
+        self.head: Any = None
+        self.handed = 0
+        self.run_config = {"configurable": {"__pregel_checkpointer": self}}
+        self._own_read = reader._read_head  # noqa: SLF001
+        reader._read_head = self._read_head  # noqa: SLF001
+
+    async def _read_head(self, thread_id: str) -> tuple[str, list[Any]]:
+        head = await self.reader.head(thread_id)
+        self.head = head
+        return str(head.config["configurable"]["checkpoint_id"]), list(head.pending_writes or ())
+
+    def put_back(self, resumes: int) -> None:
+        """Give the reader its own read back, after ``resumes`` resumes were each handed a head."""
+        self.reader._read_head = self._own_read  # noqa: SLF001
+        if self.handed != resumes:
+            msg = f"--hand-head: {self.handed} of {resumes} resumes went on from the head handed"
+            raise RuntimeError(msg)
+
+    async def aget_tuple(self, config: Any) -> Any:
+        head, self.head = self.head, None
+        configurable = config["configurable"]
+        if (
+            head is not None
+            and not configurable.get("checkpoint_ns")
+            and (configurable.get("checkpoint_id") is None)
+        ):
+            self.handed += 1
+            return head
+        return await self.saver.aget_tuple(config)
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.saver.aput(*args, **kwargs)
+
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.saver.aput_writes(*args, **kwargs)
+
+    def alist(self, *args: Any, **kwargs: Any) -> Any:
+        return self.saver.alist(*args, **kwargs)
+
+    async def adelete_thread(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.saver.adelete_thread(*args, **kwargs)
+
+    def get_next_version(self, *args: Any, **kwargs: Any) -> Any:
+        return self.saver.get_next_version(*args, **kwargs)
+
+
 async def answer_head_read_from_memory(
     tokens: PauseTokens, reader: LangGraphCheckpoints, token: str
 ) -> None:
@@ -289,10 +353,15 @@ async def main(
     checkpointer_url: str | None = None,
     free: frozenset[str] = frozenset(),
     fold_commit: bool = False,
+    hand_head: bool = False,
 ) -> None:
-    if fold_commit and (store_url or checkpointer_url or "commit" in free):
-        msg = "--fold-commit runs on its own set-up: no --store, --checkpointer or --free commit"
-        raise SystemExit(msg)
+    check_options(
+        store_url=store_url,
+        checkpointer_url=checkpointer_url,
+        free=free,
+        fold_commit=fold_commit,
+        hand_head=hand_head,
+    )
     run = uuid.uuid4().hex[:8]  # thread ids of their own in a database that outlives the run
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
@@ -311,6 +380,8 @@ async def main(
                 signer=JoseSigner(KeyRing.generate()), store=store, checkpoints=reader
             )
             tokens.register(Interrupt("approval", payload=Refund, response=Decision))
+            handed = HandedHead(saver, reader) if hand_head else None
+            run_config = handed.run_config if handed is not None else None
 
             async def ours(i: int) -> float:
                 config = {"configurable": {"thread_id": f"ours-{run}-{i}"}}
@@ -322,7 +393,9 @@ async def main(
                     pause_key = tokens.verify(event.token).pause_key  # untimed
                     fold.expect(config["configurable"]["thread_id"], pause_key)
                 start = time.perf_counter()
-                out = await resume(tokens, ours_graph, event.token, ANSWER, scope=SCOPE)
+                out = await resume(
+                    tokens, ours_graph, event.token, ANSWER, scope=SCOPE, config=run_config
+                )
                 took = time.perf_counter() - start
                 assert out.output == {"status": "refunded"}, out
                 return took
@@ -343,11 +416,15 @@ async def main(
             store_times.recording = True
             our_times, bare_times = await alternate(ours, bare, n)
             store_times.recording = False
+            if handed is not None:  # the breakdown times the staleness check resume() makes
+                handed.put_back(resumes=n + 5)
             parts = await breakdown(tokens, reader, ours_graph, store, n=n, run=run)
         await store.aclose()
 
     report(
-        set_up(saver_name, store_url, synchronous, free, fold_commit=fold_commit),
+        set_up(
+            saver_name, store_url, synchronous, free, fold_commit=fold_commit, hand_head=hand_head
+        ),
         n,
         our_times=our_times,
         bare_times=bare_times,
@@ -356,8 +433,30 @@ async def main(
     )
 
 
+def check_options(
+    *,
+    store_url: str | None,
+    checkpointer_url: str | None,
+    free: frozenset[str],
+    fold_commit: bool,
+    hand_head: bool,
+) -> None:
+    if fold_commit and (store_url or checkpointer_url or "commit" in free):
+        msg = "--fold-commit runs on its own set-up: no --store, --checkpointer or --free commit"
+        raise SystemExit(msg)
+    if hand_head and (fold_commit or "head-read" in free):
+        msg = "--hand-head reads the head itself: no --fold-commit or --free head-read"
+        raise SystemExit(msg)
+
+
 def set_up(
-    saver: str, store_url: str | None, synchronous: str, free: frozenset[str], *, fold_commit: bool
+    saver: str,
+    store_url: str | None,
+    synchronous: str,
+    free: frozenset[str],
+    *,
+    fold_commit: bool,
+    hand_head: bool = False,
 ) -> str:
     """The set-up a run measured, as the report and the recorded lines name it."""
     if fold_commit:
@@ -369,6 +468,8 @@ def set_up(
         where += f", store synchronous={synchronous.upper()}"
     if free:
         where += f", free: {' and '.join(sorted(free))} (what-if, not secure)"
+    if hand_head:
+        where += ", head handed to LangGraph (prototype)"
     return where
 
 
@@ -500,6 +601,14 @@ if __name__ == "__main__":
             "transaction of the resumed run's first checkpoint (see the module docstring)"
         ),
     )
+    parser.add_argument(
+        "--hand-head",
+        action="store_true",
+        help=(
+            "prototype: the staleness check reads the whole head and LangGraph resumes from "
+            "it without reading it again (see the module docstring)"
+        ),
+    )
     args = parser.parse_args()
     asyncio.run(
         main(
@@ -509,5 +618,6 @@ if __name__ == "__main__":
             checkpointer_url=args.checkpointer,
             free=frozenset(args.free),
             fold_commit=args.fold_commit,
+            hand_head=args.hand_head,
         )
     )
