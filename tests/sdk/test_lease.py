@@ -44,14 +44,16 @@ class Renewals:
         return not self.refuse
 
 
-def taken(renewals: Renewals) -> Lease:
-    """A lease just taken, not renewed yet."""
+def taken(
+    renewals: Renewals, *, length: timedelta = LENGTH, left: timedelta | None = None
+) -> Lease:
+    """A lease of ``length`` just taken (``left`` of it remaining, all by default), not renewed."""
     return Lease(
         store=cast("TokenStore", renewals),  # renew() is all a lease calls
         pause_key="pause",
         lease_id="lease",
-        until=datetime.now(UTC) + LENGTH,
-        length=LENGTH,
+        until=datetime.now(UTC) + (length if left is None else left),
+        length=length,
         clock=time.time,
     )
 
@@ -60,6 +62,21 @@ def held(renewals: Renewals) -> Lease:
     lease = taken(renewals)
     lease.keep()
     return lease
+
+
+async def a_long_body_is_stopped(lease: Lease, *, within: float) -> None:
+    """A body far longer than ``within`` seconds, run on ``lease``, ends in time with LeaseLost."""
+    finished = False
+
+    async def body() -> None:
+        nonlocal finished
+        await asyncio.sleep(5)
+        finished = True
+
+    with pytest.raises(LeaseLost):
+        async with asyncio.timeout(within):  # a stuck lease fails the test with TimeoutError
+            await lease.run(body())
+    assert not finished
 
 
 async def a_few_loop_steps() -> None:
@@ -124,34 +141,18 @@ async def test_a_lost_claim_cancels_the_body_and_raises_lease_lost() -> None:
 async def test_a_renewal_that_never_answers_does_not_keep_the_body_past_the_lease_end() -> None:
     renewals = Renewals(hang=1_000)
     lease = held(renewals)
-    finished = False
-
-    async def body() -> None:
-        nonlocal finished
-        await asyncio.sleep(5)
-        finished = True
-
-    with pytest.raises(LeaseLost):
-        async with asyncio.timeout(4):  # the renewal never returns: only the lease's end stops it
-            await lease.run(body())
+    # The renewal never returns: only the lease's end stops the body.
+    await a_long_body_is_stopped(lease, within=4)
     assert lease.lapsed()
     await lease.stop()
     assert lease.lost
-    assert not finished
     assert renewals.abandoned == renewals.calls  # none left blocked on the store
 
 
 async def test_a_renewal_that_never_answers_is_abandoned_and_the_next_one_keeps_the_claim() -> None:
     renewals = Renewals(hang=1)
-    length = timedelta(milliseconds=300)  # an interval of 100 ms leaves room for a slow loop
-    lease = Lease(
-        store=cast("TokenStore", renewals),
-        pause_key="pause",
-        lease_id="lease",
-        until=datetime.now(UTC) + length,
-        length=length,
-        clock=time.time,
-    )
+    # An interval of 100 ms leaves room for a slow loop.
+    lease = taken(renewals, length=timedelta(milliseconds=300))
     lease.keep()
 
     async def body() -> str:
@@ -185,20 +186,11 @@ class DeafRenewals(Renewals):
 async def test_a_renewal_deaf_to_cancellation_does_not_keep_the_body_past_the_lease_end() -> None:
     renewals = DeafRenewals()
     lease = held(renewals)
-    finished = False
-
-    async def body() -> None:
-        nonlocal finished
-        await asyncio.sleep(5)
-        finished = True
-
     try:
-        with pytest.raises(LeaseLost):
-            async with asyncio.timeout(4):  # the renewal is stuck: only the lease's end stops it
-                await lease.run(body())
+        # The renewal is stuck: only the lease's end stops the body.
+        await a_long_body_is_stopped(lease, within=4)
         assert lease.lapsed()
         assert lease.lost
-        assert not finished
         assert renewals.calls == 1  # stuck in the first renewal all along
     finally:
         renewals.let_go.set()
@@ -208,29 +200,12 @@ async def test_a_renewal_deaf_to_cancellation_does_not_keep_the_body_past_the_le
 async def test_a_lease_kept_with_less_than_a_renewal_interval_left_ends_at_its_end() -> None:
     # A claim that took most of its lease: the lease ends before its first renewal is due.
     renewals = Renewals()
-    length = timedelta(seconds=3)  # a renewal every second
-    lease = Lease(
-        store=cast("TokenStore", renewals),
-        pause_key="pause",
-        lease_id="lease",
-        until=datetime.now(UTC) + timedelta(milliseconds=20),
-        length=length,
-        clock=time.time,
-    )
+    # A renewal every second; the lease ends long before the first.
+    lease = taken(renewals, length=timedelta(seconds=3), left=timedelta(milliseconds=20))
     lease.keep()
-    finished = False
-
-    async def body() -> None:
-        nonlocal finished
-        await asyncio.sleep(5)
-        finished = True
-
-    with pytest.raises(LeaseLost):
-        async with asyncio.timeout(0.9):  # before the first renewal could have extended it
-            await lease.run(body())
+    await a_long_body_is_stopped(lease, within=0.9)
     assert renewals.calls == 0
     assert lease.lost
-    assert not finished
     await lease.stop()
 
 
