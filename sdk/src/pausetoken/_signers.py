@@ -22,7 +22,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn
 
 from joserfc.errors import JoseError
 from joserfc.jwa import EdDSAAlgorithm, ESAlgorithm, GCMEncModel, HMACAlgorithm, JWSAlgModel
@@ -176,19 +176,29 @@ def _hmac_secrets(keys: KeyRing, allowed: frozenset[str]) -> dict[str, tuple[str
     if "HS256" not in allowed:
         return fast
     for kid, alg, key in ring_keys(keys):
-        if alg != "HS256" or not isinstance(key, OctKey):
-            continue
-        try:
-            secret = key.get_op_key("verify")
-        except JoseError:
-            continue
-        if not isinstance(secret, bytes) or not secret:
+        mac = _hmac_for(key, "verify") if alg == "HS256" else None
+        if mac is None:
             continue
         segment = _jws_header_segment(alg, kid)
         checked = _check_header(parse_header(segment), allowed=allowed, members=_JWS_HEADER_MEMBERS)
         if checked == (alg, kid):
-            fast[segment] = (kid, _HmacSha256(secret))
+            fast[segment] = (kid, mac)
     return fast
+
+
+def _hmac_for(key: JoseKey, operation: Literal["sign", "verify"]) -> _HmacSha256 | None:
+    """The stdlib-hashed MAC of an HS256 key for ``operation``, if joserfc would use the key so.
+
+    ``None`` leaves the key to joserfc, which refuses it as before (``key_ops`` without
+    ``operation``, an empty secret).
+    """
+    if not isinstance(key, OctKey):
+        return None
+    try:
+        secret = key.get_op_key(operation)
+    except JoseError:
+        return None
+    return _HmacSha256(secret) if isinstance(secret, bytes) and secret else None
 
 
 def _check_size_option(max_token_bytes: object) -> int:
@@ -288,7 +298,7 @@ class JoseSigner(_RingSigner):
             ``HS256``/``EdDSA``/``ES256``; ``max_token_bytes_invalid``.
     """
 
-    __slots__ = ("_allowed", "_hmac_secrets", "_signing")
+    __slots__ = ("_allowed", "_hmac_secrets", "_signing", "_signing_mac")
 
     def __init__(
         self,
@@ -318,9 +328,11 @@ class JoseSigner(_RingSigner):
         self._allowed = allowed
         self._hmac_secrets = _hmac_secrets(keys, allowed)
         self._signing: tuple[str, JoseKey, JWSAlgModel] | None = None
+        self._signing_mac: _HmacSha256 | None = None
         if keys.can_sign:
             kid, key, alg = keys.signing_key()
             self._signing = (_jws_header_segment(alg, kid), key, _JWS_ALGORITHMS[alg])
+            self._signing_mac = _hmac_for(key, "sign") if alg == "HS256" else None
 
     def sign(self, claims: Mapping[str, Any]) -> str:
         """Sign ``claims`` with the ring's active key.
@@ -335,6 +347,12 @@ class JoseSigner(_RingSigner):
             raise InvalidKeys(msg, code=InvalidKeys.KEY_CANNOT_SIGN)
         header_segment, key, alg = self._signing
         signing_input = f"{header_segment}.{b64url_encode(_encode_claims(claims))}"
+        mac = self._signing_mac
+        if mac is not None:
+            return _check_length(
+                f"{signing_input}.{b64url_encode(mac.digest(signing_input.encode('ascii')))}",
+                self._max_token_bytes,
+            )
         signature = alg.sign(signing_input.encode("ascii"), key)
         if alg.name == "ES256":
             size = len(signature) // 2
