@@ -51,3 +51,14 @@ async def threads_ended(before: set[threading.Thread], *, within: float = 5.0) -
     while any(thread.is_alive() for thread in set(threading.enumerate()) - before):
         assert asyncio.get_running_loop().time() < deadline, "a thread did not end"
         await asyncio.sleep(0.01)
+
+
+class _Unhashable(type):  # noqa: PLW1641 - unhashable on purpose
+    """A metaclass whose classes cannot be hashed (``__eq__`` without ``__hash__``)."""
+
+    def __eq__(cls, other: object) -> bool:
+        return cls is other
+
+
+class Opaque(metaclass=_Unhashable):
+    """A value whose class is no dict key: ABC checks and cattrs' dispatch raise TypeError on it."""

@@ -204,7 +204,7 @@ class SecretsWatch:
             for item in value:
                 self.remember_text(item)
         elif attrs.has(type(value)):
-            self.remember_text(attrs.asdict(value))
+            self.remember_text(attrs.asdict(value, recurse=False))
 
     def write_corpus(self, directory: Path) -> int:
         """Write every token seen, one file each (named by its hash), for the fuzzer."""

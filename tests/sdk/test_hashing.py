@@ -24,6 +24,7 @@ from pausetoken import _hashing as hashing
 from pausetoken._hashing import MAX_DEPTH, to_json_value
 from pausetoken.exceptions import UnsupportedPayload
 from pausetoken.testing import strategies as pst
+from scaffolding import Opaque
 
 
 @given(pst.json_objects(), st.randoms())
@@ -143,6 +144,8 @@ def test_negative_zero_and_integral_floats_hash_like_json_numbers() -> None:
         ([-(2**53)], "integers beyond"),
         ({1: "x"}, "keys must be strings"),
         (object(), "not supported"),
+        (Opaque(), "not supported"),
+        ({"x": [Opaque()]}, "not supported"),
     ],
 )
 def test_values_json_cannot_carry_exactly_are_refused(payload: Any, why: str) -> None:

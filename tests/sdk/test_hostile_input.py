@@ -33,8 +33,9 @@ from pausetoken.exceptions import (
     PauseTokenError,
     PrincipalMismatch,
     TokenExpired,
+    UnsupportedPayload,
 )
-from scaffolding import ACME, Clock
+from scaffolding import ACME, Clock, Opaque
 
 pytestmark = pytest.mark.filterwarnings("ignore::pausetoken.MemoryStoreWarning")
 
@@ -314,6 +315,41 @@ async def test_an_answer_that_cannot_be_hashed_is_an_invalid_response(
     with pytest.raises(InvalidResponse) as caught:
         await tokens.consume(token, {"pick": 1, "ratio": float("nan")}, scope=ACME)
     assert (caught.value.code, caught.value.http_status) == ("invalid_response", 422)
+
+
+@pytest.mark.parametrize("answer", [Opaque(), [Opaque()], {"nested": Opaque()}])
+async def test_an_answer_of_an_unhashable_class_is_an_invalid_response(
+    tokens: PauseTokens, answer: object
+) -> None:
+    token = await mint(tokens, "guarded")
+    with pytest.raises(InvalidResponse) as caught:
+        await tokens.consume(token, {"x": answer}, scope=ACME)
+    assert caught.value.code == "invalid_response"
+
+
+@attrs.define
+class Holder:
+    held: Any
+
+
+@attrs.define
+class OpaqueRecord(metaclass=type(Opaque)):
+    held: int = 1
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [Opaque(), [Opaque()], {"nested": Opaque()}, Holder(Opaque()), OpaqueRecord()],
+    ids=["value", "in-list", "in-dict", "in-record-field", "record"],
+)
+async def test_a_payload_of_an_unhashable_class_is_unsupported(
+    tokens: PauseTokens, payload: object
+) -> None:
+    with pytest.raises(UnsupportedPayload) as caught:
+        await tokens.mint(
+            "guarded", {"x": payload}, scope=ACME, thread_id="thread-1", run_id="run-1"
+        )
+    assert caught.value.code == "unsupported_payload"
 
 
 async def test_a_validator_that_raises_anything_is_an_invalid_response_naming_its_type(

@@ -32,9 +32,6 @@ MAX_DEPTH = 64
 
 JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
 
-# The exact types that are their own JSON value.
-_SCALARS = frozenset({str, bool, type(None)})
-
 
 def _refuse(path: str, why: str) -> UnsupportedPayload:
     return UnsupportedPayload(f"payload at {path} cannot be hashed: {why}")
@@ -69,6 +66,10 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
         return _from_mapping(obj, converter, _path, _depth)
     if type(obj) is list:
         return _from_list(obj, converter, _path, _depth)
+    if not _hashable(type(obj)):
+        # Its class (of a metaclass with __eq__ and no __hash__) cannot be looked up in
+        # the caches of the ABC checks below nor in the converter's dispatch.
+        raise _refuse(_path, f"values of type {type(obj).__name__} are not supported")
     if isinstance(obj, enum.Enum):
         return to_json_value(obj.value, converter=converter, _path=_path, _depth=_depth + 1)
     if isinstance(obj, int):
@@ -89,7 +90,7 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
         return _from_list(obj, converter, _path, _depth)
     if _is_instance(obj):
         return to_json_value(
-            _unstructure(obj, converter), converter=converter, _path=_path, _depth=_depth + 1
+            _unstructure(obj, converter, _path), converter=converter, _path=_path, _depth=_depth + 1
         )
     if isinstance(obj, Sequence):
         raise _refuse(_path, f"{type(obj).__name__} is not a list or tuple")
@@ -146,19 +147,31 @@ def _reads_as_value(kind: Any) -> bool:
     return issubclass(kind, _READ_BEFORE_FIELDS)
 
 
+def _hashable(kind: type) -> bool:
+    try:
+        hash(kind)
+    except TypeError:
+        return False
+    return True
+
+
 def _is_instance(obj: Any) -> bool:
     """Whether ``obj`` is an instance the converter unstructures (attrs, dataclass, pydantic)."""
     return attrs.has(type(obj)) or dataclasses.is_dataclass(obj) or _is_pydantic(obj)
 
 
-def _unstructure(obj: Any, converter: cattrs.Converter | None) -> Any:
+def _unstructure(obj: Any, converter: cattrs.Converter | None, path: str = "$") -> Any:
     if converter is None:
         # Imported here: Scope hashes plain strings, and `import pausetoken` stays free of
         # cattrs' converters until a payload is a class instance.
         from pausetoken._structure import default_converter  # noqa: PLC0415
 
         converter = default_converter
-    return converter.unstructure(obj)
+    try:
+        return converter.unstructure(obj)
+    except TypeError as exc:
+        # A field holding a value the converter cannot dispatch on (see `_hashable`).
+        raise _refuse(path, f"a {type(obj).__name__} could not be unstructured") from exc
 
 
 def _is_pydantic(obj: Any) -> bool:
@@ -229,7 +242,9 @@ def _plain(obj: Any, depth: int = 0) -> bool:  # noqa: PLR0911 - one flat dispat
     full path, which converts or refuses it.
     """
     kind = type(obj)
-    if kind in _SCALARS:
+    # Compared, not looked up in a set: a class that cannot be hashed must reach the full
+    # path, which refuses it.
+    if kind is str or kind is bool or obj is None:
         return depth <= MAX_DEPTH
     if kind is int:
         return depth <= MAX_DEPTH and -MAX_SAFE_INTEGER <= obj <= MAX_SAFE_INTEGER
@@ -261,7 +276,7 @@ def _json_value(obj: Any, converter: cattrs.Converter | None) -> tuple[JSONValue
     if _plain(obj):
         return obj, True
     kind: Any = type(obj)
-    if not _is_instance(obj) or _reads_as_value(kind):
+    if not _is_instance(obj) or not _hashable(kind) or _reads_as_value(kind):
         return to_json_value(obj, converter=converter), False
     # What `to_json_value()` does with a record: its fields, one level down.
     value = _unstructure(obj, converter)
