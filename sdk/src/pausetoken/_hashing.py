@@ -54,7 +54,8 @@ def to_json_value(  # noqa: C901, PLR0911, PLR0912 - one flat dispatch reads bes
 
     Raises:
         UnsupportedPayload: NaN or infinite floats, integers beyond 2**53 - 1, bytes, sets,
-            non-string mapping keys, unknown types, or nesting deeper than 64 levels.
+            non-string mapping keys, unknown types (classes that cannot be hashed
+            included), or nesting deeper than 64 levels.
     """
     if _depth > MAX_DEPTH:
         raise _refuse(_path, f"nested deeper than {MAX_DEPTH} levels")

@@ -349,11 +349,9 @@ class JoseSigner(_RingSigner):
         signing_input = f"{header_segment}.{b64url_encode(_encode_claims(claims))}"
         mac = self._signing_mac
         if mac is not None:
-            return _check_length(
-                f"{signing_input}.{b64url_encode(mac.digest(signing_input.encode('ascii')))}",
-                self._max_token_bytes,
-            )
-        signature = alg.sign(signing_input.encode("ascii"), key)
+            signature = mac.digest(signing_input.encode("ascii"))
+        else:
+            signature = alg.sign(signing_input.encode("ascii"), key)
         if alg.name == "ES256":
             size = len(signature) // 2
             r, s = int.from_bytes(signature[:size]), int.from_bytes(signature[size:])
